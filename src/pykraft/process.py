@@ -59,7 +59,8 @@ async def run_server(settings: NodeSettings) -> int:
     """Serve until a signal or a fatal error; returns the process exit code."""
     extension = None if settings.extension is None else load_extension(settings.extension)
     runs_controller = extension is None or not extension.replaces_controller
-    controller = (ControllerService(settings.controller, bootstrap=settings.bootstrap)
+    controller = (ControllerService(settings.controller, bootstrap=settings.bootstrap,
+                                    bootstrap_source=settings.bootstrap_source)
                   if settings.is_controller and runs_controller else None)
     broker = None if settings.broker is None else BrokerServer(settings, settings.broker)
     listeners: list[RaftListener] = []
@@ -105,7 +106,7 @@ async def run_server(settings: NodeSettings) -> int:
         host, port = settings.metrics_address
         serve_metrics(node.metrics, host, port,
                       () if broker is None else broker.replicas.purgatories,
-                      _loop_families(settings, node, requests, controller, broker))
+                      _loop_families(settings, node, requests, controller, broker, migration))
         event(log, "metrics_listening", address=f"{host}:{port}")
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
@@ -147,10 +148,12 @@ _STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
 
 def _loop_families(settings: NodeSettings, node: RaftNode, requests: RequestMetrics,
-                   controller: ControllerService | None, broker: BrokerServer | None
+                   controller: ControllerService | None, broker: BrokerServer | None,
+                   migration: MigrationRuntime | None
                    ) -> list[Callable[[], Iterable[Metric]]]:
     """The Kafka metrics a scrape computes on the loop: the listeners' request metrics,
-    a broker's state and its coordinators' and quotas', a controller's image."""
+    a broker's state and its coordinators' and quotas', a controller's image, a migrating
+    controller's ZooKeeper writes."""
     families: list[Callable[[], Iterable[Metric]]] = [requests.families]
     if broker is not None:
         replicas = broker.replicas
@@ -158,9 +161,15 @@ def _loop_families(settings: NodeSettings, node: RaftNode, requests: RequestMetr
         families.append(lambda: coordinator_families(broker.groups, broker.transactions,
                                                      broker.quotas))
     if controller is not None:
-        families.append(lambda: controller_families(
-            controller.controller.committed_image,
-            active=node.core.leader_and_epoch.leader_id == settings.node_id))
+        def active() -> bool:
+            return node.core.leader_and_epoch.leader_id == settings.node_id
+
+        quorum = controller.controller
+        families.append(lambda: controller_families(quorum.committed_image, active=active()))
+        if migration is not None:
+            zk_writes = migration.metrics
+            families.append(lambda: zk_writes.families(quorum.committed_offset,
+                                                       active=active()))
     return families
 
 

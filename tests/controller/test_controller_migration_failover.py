@@ -47,6 +47,7 @@ from pykraft.migration.zk_migration_client import ZkMigrationClient
 from pykraft.migration.zk_ops import CreateOp, ZkClient, ZkOp, ZkOpResult
 from pykraft.migration.zk_tree import ZkRead
 from pykraft.records.metadata import AbortTransactionRecord, MetadataRecord, TopicRecord
+from pykraft.runtime.zk_write_metrics import ZkWriteMetrics
 from pykraft.testing.sim_zookeeper import SimZkSession, SimZooKeeper
 
 PHASE_A_TOPICS = {"t-plain", "t-compact", "t-rf3", "__consumer_offsets"}
@@ -102,7 +103,8 @@ def driver_of(node_id: int, cluster: Cluster, zk: SimZooKeeper, records: Cluster
     driver = MigrationDriver(
         node_id, zk=ZkMigrationClient(client or zk.session(), clock=lambda: 1796075364413),
         records=records, propagator=NoRpcs(), quorum_readiness=lambda image: None,
-        rng=random.Random(node_id), clock=lambda: 0, min_batch_size=min_batch_size)
+        metrics=ZkWriteMetrics(), rng=random.Random(node_id), clock=lambda: 0,
+        min_batch_size=min_batch_size)
     driver.on_leader_change(node_id, cluster.raft.epoch)
     publish(driver, cluster)
     return driver

@@ -211,7 +211,11 @@ def _high_watermark(port: int) -> int:
 def test_out_of_descriptors_refuses_connections_and_the_quorum_goes_on(tmp_path: Path
                                                                       ) -> None:
     """RLIMIT_NOFILE=256 (soft and hard): 600 connections fill it; before, the metadata
-    log's flush failed with EMFILE and the node exited."""
+    log's flush failed with EMFILE and the node exited. What the node took is read off its
+    log, not off the flood: with the kernel's SYN cookies a client's connect succeeds for
+    connections the listener's full queues never take, so how many of the 600 "connect"
+    depends on timing alone (a check of that count failed or passed as the node's start-up
+    imports changed its pace)."""
     cluster = combined_node(tmp_path / "cluster", dict(PROPERTIES))
     node = cluster.nodes[1]
     with node.log.open("ab") as log:
@@ -222,10 +226,13 @@ def test_out_of_descriptors_refuses_connections_and_the_quorum_goes_on(tmp_path:
         wait_for_brokers(cluster, 1)
         held = asyncio.run(flood(HOST, node.port, FLOOD, 5.0))
         try:
-            assert len(held) < FLOOD  # connections were refused ...
-            assert process.poll() is None  # ... and the node is alive
-            wait_for("the listener to stop accepting", lambda: log_lines(
+            assert process.poll() is None  # the node is alive ...
+            blocked = wait_for("the listener to stop accepting", lambda: log_lines(
                 node.log, "event=connections_blocked", "RLIMIT_NOFILE") or None)
+            cap = int(log_lines(node.log, "event=connection_limits")[0]
+                      .split("open_files_cap=")[1].split()[0])
+            # ... and took connections up to its cap, no further
+            assert all(int(line.split(" total=")[1].split()[0]) == cap for line in blocked)
             controller = _controller_port(cluster)
             first = _high_watermark(controller)
             wait_for("the metadata log to commit while the listener is full",

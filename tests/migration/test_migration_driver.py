@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import random
+import uuid
 from dataclasses import dataclass, field, replace
 
 import pytest
@@ -31,8 +32,10 @@ from pykraft.records.metadata import (
     FeatureLevelRecord,
     MetadataRecord,
     RegisterBrokerRecord,
+    TopicRecord,
     ZkMigrationStateRecord,
 )
+from pykraft.runtime.zk_write_metrics import ZkWriteMetrics
 
 S = MigrationDriverState
 NODE = 3000
@@ -147,18 +150,33 @@ class FakePropagator:
 
 
 @dataclass
+class TickingClock:
+    """Each reading TICK_MS after the previous one: a timed step reads it twice."""
+
+    now_ms: int = 0
+
+    def __call__(self) -> int:
+        self.now_ms += TICK_MS
+        return self.now_ms
+
+
+TICK_MS = 7
+
+
+@dataclass
 class Rig:
     zk: FakeZk = field(default_factory=FakeZk)
     records: FakeRecords = field(default_factory=FakeRecords)
     propagator: FakePropagator = field(default_factory=FakePropagator)
+    metrics: ZkWriteMetrics = field(default_factory=ZkWriteMetrics)
     not_ready: str | None = None
     driver: MigrationDriver = field(init=False)
 
     def __post_init__(self) -> None:
         self.driver = MigrationDriver(
             NODE, zk=self.zk, records=self.records, propagator=self.propagator,
-            quorum_readiness=lambda image: self.not_ready, rng=random.Random(1),
-            clock=lambda: 0, min_batch_size=200)
+            quorum_readiness=lambda image: self.not_ready, metrics=self.metrics,
+            rng=random.Random(1), clock=TickingClock(), min_batch_size=200)
 
     def publish(self, image: MetadataImage, *records: object, offset: int,
                 epoch: int = 5) -> MetadataImage:
@@ -406,3 +424,52 @@ def test_re_elected_in_a_new_epoch_the_driver_claims_again_and_syncs() -> None:
     assert rig.driver.leadership.kraft_controller_epoch == 6
     assert rig.propagator.calls[-1] == "full 133 5"
     assert rig.records.calls == ["begin", "batch 30", "complete"]  # no second load
+
+
+def zk_write_samples(rig: Rig, committed_offset: int, *, active: bool = True
+                     ) -> dict[str, float]:
+    """The migration metrics a scrape shows, by sample name (histograms: count and sum)."""
+    return {sample.name.removeprefix("kafka_controller_kafkacontroller_"): sample.value
+            for family in rig.metrics.families(committed_offset, active=active)
+            for sample in family.samples if not sample.name.endswith("_bucket")}
+
+
+def test_the_write_behind_lag_grows_while_zookeeper_is_behind_and_returns_to_zero() -> None:
+    rig = Rig()
+    image = _to_dual_write(rig)
+    assert zk_write_samples(rig, 133)["zkwritebehindlag"] == 0  # no dual write yet (Kafka's 0)
+    image = rig.publish(image, _broker(4, migrating=False), offset=140)
+    assert zk_write_samples(rig, 140)["zkwritebehindlag"] == 0
+    rig.zk.failed_writes = 1
+    image = rig.publish(image, _broker(5, migrating=False), offset=141)
+    rig.zk.down = True
+    image = rig.publish(image, _broker(6, migrating=False), offset=142)
+    assert zk_write_samples(rig, 142)["zkwritebehindlag"] == 2  # 141 and 142 not in ZooKeeper
+    assert zk_write_samples(rig, 142, active=False)["zkwritebehindlag"] == 0
+    rig.zk.down = False
+    rig.driver.poll()  # what waited is written, up to 142
+    assert zk_write_samples(rig, 142)["zkwritebehindlag"] == 0
+    rig.publish(image, offset=143)
+    assert zk_write_samples(rig, 145)["zkwritebehindlag"] == 2  # committed, not yet published
+
+
+def test_the_write_times_take_one_sample_per_sync_and_per_delta_touching_zookeeper() -> None:
+    rig = Rig()
+    image = _to_dual_write(rig)  # SYNC_KRAFT_TO_ZK's full sync
+    found = zk_write_samples(rig, 133)
+    assert (found["zkwritesnapshottimems_count"], found["zkwritesnapshottimems_sum"]) == (
+        1, TICK_MS)
+    assert found["zkwritedeltatimems_count"] == 0
+    image = rig.publish(image, _broker(4, migrating=False), offset=140)  # nothing for ZooKeeper
+    assert zk_write_samples(rig, 140)["zkwritedeltatimems_count"] == 0
+    image = rig.publish(image, TopicRecord(name="t-new", topic_id=uuid.UUID(int=9)), offset=141)
+    found = zk_write_samples(rig, 141)
+    assert (found["zkwritedeltatimems_count"], found["zkwritedeltatimems_sum"]) == (1, TICK_MS)
+    delta = MetadataDelta(image)
+    snapshot = delta.apply(Provenance(150, 5, 0))
+    rig.driver.on_metadata(delta, snapshot, is_snapshot=True)  # a snapshot: a full sync
+    rig.zk.failed_writes = 1
+    rig.publish(snapshot, TopicRecord(name="t-lost", topic_id=uuid.UUID(int=10)), offset=151)
+    rig.driver.poll()  # the failed attempt is not timed; the poll's that wrote it is
+    found = zk_write_samples(rig, 151)
+    assert (found["zkwritesnapshottimems_count"], found["zkwritedeltatimems_count"]) == (2, 2)

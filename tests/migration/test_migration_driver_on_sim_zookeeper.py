@@ -27,6 +27,7 @@ from pykraft.records.metadata import (
     RegisterBrokerRecord,
     ZkMigrationStateRecord,
 )
+from pykraft.runtime.zk_write_metrics import ZkWriteMetrics
 from pykraft.testing.sim_zookeeper import SimZooKeeper
 
 NODE, EPOCH = 3000, 5
@@ -93,7 +94,7 @@ def test_the_driver_claims_loads_and_syncs_phase_a_as_kafka_did(
     driver = MigrationDriver(
         NODE, zk=ZkMigrationClient(zk.session(), clock=lambda: 1796075364413),
         records=records, propagator=rpcs, quorum_readiness=lambda image: None,
-        rng=random.Random(7), clock=lambda: 0, min_batch_size=200)
+        metrics=ZkWriteMetrics(), rng=random.Random(7), clock=lambda: 0, min_batch_size=200)
     driver.on_leader_change(NODE, EPOCH)
     driver.on_metadata(MetadataDelta(records.image), records.image, is_snapshot=False)
     with caplog.at_level(logging.INFO, logger="pykraft.migration.driver"):

@@ -1,17 +1,20 @@
 """A migrating controller's settings and what it tells others (KIP-866, Kafka 3.9's names):
 ``zookeeper.metadata.migration.enable`` needs ``zookeeper.connect``, the ``zookeeper.*``
 keys are known to a controller, its registration and ApiVersions say ``ZkMigrationReady``,
-and its ZkMigrationState gauge."""
+its ZkMigrationState gauge and its ZooKeeper write metrics on the metrics endpoint."""
 
 from __future__ import annotations
 
+import asyncio
 import re
+import urllib.request
 import uuid
 from pathlib import Path
 from types import SimpleNamespace
 from typing import cast
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from pykraft.config.server import ServerConfig
 from pykraft.errors import ConfigError
@@ -21,8 +24,11 @@ from pykraft.image.image import MetadataImage, Provenance
 from pykraft.runtime.controller_metrics import controller_families
 from pykraft.runtime.controller_registration import registration_request
 from pykraft.runtime.jmx_names import prometheus_name
+from pykraft.runtime.metrics import RaftMetrics, serve_metrics
 from pykraft.runtime.node import RaftNode
 from pykraft.runtime.settings import NodeSettings, ZkClientSettings, load_settings
+from pykraft.runtime.zk_write_metrics import ZkWriteMetrics
+from pykraft.tools.local_cluster import free_ports
 from pykraft.tools.storage_tool import FormatRequest, QuorumMode, format_storage
 
 ZK = {"zookeeper.metadata.migration.enable": "true", "zookeeper.connect": "127.0.0.1:2181/kafka"}
@@ -52,6 +58,9 @@ def test_migration_needs_zookeeper_connect(tmp_path: Path) -> None:
 def test_a_migrating_controller_reads_kafkas_keys_and_defaults(tmp_path: Path) -> None:
     found = settings(tmp_path, ZK)
     assert found.controller.zk_migration_enabled
+    # the activation line names where the bootstrap came from, as Kafka's
+    assert found.bootstrap_source == ("the binary bootstrap metadata file: "
+                                      f"{tmp_path / 'data' / 'bootstrap.checkpoint'}")
     assert found.controller.zk_migration_min_batch_size == 200
     assert found.controller.inter_broker_listener_name == "PLAINTEXT"
     config = ServerConfig(ZK)
@@ -114,3 +123,37 @@ def test_the_zk_migration_state_gauge() -> None:
     assert gauge(MetadataImage(provenance=committed)) == 0
     assert gauge(MetadataImage(features=FeaturesImage(
         zk_migration_state=ZkMigrationState.PRE_MIGRATION), provenance=committed)) == 2
+
+
+def _page(port: int) -> str:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as page:
+        text: str = page.read().decode()
+    return text
+
+
+def test_the_metrics_endpoint_shows_the_zookeeper_write_metrics_under_kafkas_names() -> None:
+    metrics = ZkWriteMetrics()
+    metrics.zk_write_snapshot_time(12)
+    metrics.zk_write_delta_time(3)
+    metrics.dual_write_offset(40)
+
+    async def scrape() -> str:
+        port = free_ports(1)[0]
+        server = serve_metrics(RaftMetrics(), "127.0.0.1", port,
+                               on_loop=[lambda: metrics.families(45, active=True)])
+        try:
+            return await asyncio.to_thread(_page, port)  # the loop computes the families
+        finally:
+            await asyncio.to_thread(server.shutdown)
+            server.server_close()
+
+    found = {(s.name, s.labels.get("le")): s.value
+             for family in text_string_to_metric_families(asyncio.run(scrape()))
+             for s in family.samples}
+    prefix = "kafka_controller_kafkacontroller_"
+    assert found[(f"{prefix}zkwritebehindlag", None)] == 5
+    assert found[(f"{prefix}zkwritesnapshottimems_count", None)] == 1
+    assert found[(f"{prefix}zkwritesnapshottimems_sum", None)] == 12
+    assert found[(f"{prefix}zkwritesnapshottimems_bucket", "10.0")] == 0
+    assert found[(f"{prefix}zkwritesnapshottimems_bucket", "25.0")] == 1
+    assert found[(f"{prefix}zkwritedeltatimems_count", None)] == 1

@@ -16,11 +16,19 @@ ZooKeeper migration (KIP-866, Kafka 3.9's rules, migration-plan §2): a controll
 state; without it nothing is written (Kafka 3.9 wrote NONE, Kafka 4 writes nothing, and NONE
 is what a log without the record means). On a non-empty log, a controller without migration
 finalises a log in MIGRATION (POST_MIGRATION).
+
+Each activation also gives Kafka's one log line saying what it did ("Performing controller
+activation. ..."), which Kafka's QuorumController logs at WARN: Kafka 3.9's texts, but on an
+empty log without migration Kafka 4's (pykraft writes no NONE state there, so it does not say
+it sets one). A log without a metadata.version record is an empty log here (Kafka reads it as
+3.0-IV1, older than pykraft supports), so Kafka's "No metadata.version feature level record
+was found in the log" has no case.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 from pykraft.controller.config_control import MIN_INSYNC_REPLICAS
 from pykraft.errors import ConfigError, ControllerError
@@ -47,6 +55,22 @@ DEFAULT_BOOTSTRAP: tuple[object, ...] = (
     FeatureLevelRecord(name=METADATA_VERSION_FEATURE,
                        feature_level=DEFAULT_METADATA_VERSION.level),
 )
+DEFAULT_BOOTSTRAP_SOURCE = "the default bootstrap"
+"""Kafka's name of the bootstrap without a ``bootstrap.checkpoint`` (the activation line
+names its source)."""
+
+
+def bootstrap_file_source(path: object) -> str:
+    """Kafka's name of a bootstrap read from ``bootstrap.checkpoint`` at ``path``."""
+    return f"the binary bootstrap metadata file: {path}"
+
+
+@dataclass(frozen=True, slots=True)
+class Activation:
+    """What a controller writes when it becomes active, and the line it logs."""
+
+    records: list[object]
+    message: str
 
 
 def ordered_bootstrap(records: Sequence[object]) -> tuple[int, list[object]]:
@@ -81,40 +105,69 @@ def _elr_enabled(bootstrap: Sequence[object]) -> bool:
                and r.feature_level > 0 for r in bootstrap)
 
 
-def activation_records(committed: MetadataImage, *, in_transaction: bool,
-                       bootstrap: Sequence[object], min_insync_replicas: int,
-                       zk_migration_enabled: bool = False) -> list[object]:
-    """``min_insync_replicas``: the controller's static value (the cluster default written
-    with ELR on). Raises :class:`ControllerError` where Kafka's controller cannot activate."""
+def activation(committed: MetadataImage, *, transaction_start_offset: int,
+               bootstrap: Sequence[object], min_insync_replicas: int,
+               bootstrap_source: str = DEFAULT_BOOTSTRAP_SOURCE,
+               zk_migration_enabled: bool = False) -> Activation:
+    """``transaction_start_offset``: the offset of the committed log's open
+    BeginTransactionRecord, -1 without one; ``min_insync_replicas``: the controller's static
+    value (the cluster default written with ELR on). Raises :class:`ControllerError` where
+    Kafka's controller cannot activate."""
+    said = ["Performing controller activation."]
     records: list[object] = []
-    if in_transaction:
+    if transaction_start_offset >= 0:
         records.append(AbortTransactionRecord(reason="Controller failover"))
     if committed.features.metadata_version is None:
-        level, ordered = ordered_bootstrap(bootstrap)
-        if _elr_enabled(bootstrap):
-            ordered.append(ConfigRecord(
-                resource_type=ConfigResourceType.BROKER, resource_name="",
-                name=MIN_INSYNC_REPLICAS, value=str(min_insync_replicas),
-            ))
-        if zk_migration_enabled:
-            if level < MV_3_6_IV1:
-                raise ControllerError(
-                    f"The bootstrap metadata.version {metadata_version_for_level(level).name} "
-                    "does not support ZK migrations. Cannot continue with ZK migrations "
-                    "enabled.")
-            ordered.append(ZkMigrationStateRecord(
-                zk_migration_state=ZkMigrationState.PRE_MIGRATION))
-        if level >= MV_3_6_IV1:
-            ordered = [BeginTransactionRecord(name="Bootstrap records"), *ordered,
-                       EndTransactionRecord()]
-        records += ordered
+        records += _bootstrap(transaction_start_offset, bootstrap, bootstrap_source,
+                              min_insync_replicas, zk_migration_enabled, said)
     else:
-        records += _migration_state_change(committed, zk_migration_enabled)
-    return records
+        if transaction_start_offset >= 0:
+            said.append("Aborting in-progress metadata transaction at offset "
+                        f"{transaction_start_offset}.")
+        records += _migration_state_change(committed, zk_migration_enabled, said)
+    return Activation(records, " ".join(said))
 
 
-def _migration_state_change(committed: MetadataImage, zk_migration_enabled: bool
-                            ) -> list[object]:
+def _bootstrap(transaction_start_offset: int, bootstrap: Sequence[object], source: str,
+               min_insync_replicas: int, zk_migration_enabled: bool,
+               said: list[str]) -> list[object]:
+    """Kafka's recordsForEmptyLog: the bootstrap records (re-appended after a partial
+    bootstrap transaction, which the caller aborts)."""
+    level, ordered = ordered_bootstrap(bootstrap)
+    transactional = level >= MV_3_6_IV1
+    version = f"at metadata.version {metadata_version_for_level(level).name} from bootstrap " \
+              f"source '{source}'."
+    if transaction_start_offset >= 0:
+        said.append(f"Aborting partial bootstrap records transaction at offset "
+                    f"{transaction_start_offset}. Re-appending {len(bootstrap)} bootstrap "
+                    f"record(s) in new metadata transaction {version}")
+    else:
+        said.append(f"The metadata log appears to be empty. Appending {len(bootstrap)} "
+                    f"bootstrap record(s) {'in metadata transaction ' if transactional else ''}"
+                    f"{version}")
+    if _elr_enabled(bootstrap):
+        ordered.append(ConfigRecord(
+            resource_type=ConfigResourceType.BROKER, resource_name="",
+            name=MIN_INSYNC_REPLICAS, value=str(min_insync_replicas),
+        ))
+    if zk_migration_enabled:
+        if not transactional:
+            raise ControllerError(
+                f"The bootstrap metadata.version {metadata_version_for_level(level).name} "
+                "does not support ZK migrations. Cannot continue with ZK migrations "
+                "enabled.")
+        said.append("Putting the controller into pre-migration mode. No metadata updates "
+                    "will be allowed until the ZK metadata has been migrated.")
+        ordered.append(ZkMigrationStateRecord(
+            zk_migration_state=ZkMigrationState.PRE_MIGRATION))
+    if transactional:
+        ordered = [BeginTransactionRecord(name="Bootstrap records"), *ordered,
+                   EndTransactionRecord()]
+    return ordered
+
+
+def _migration_state_change(committed: MetadataImage, zk_migration_enabled: bool,
+                            said: list[str]) -> list[object]:
     """Kafka 3.9's recordsForNonEmptyLog: a log in MIGRATION activated by a controller
     without migration is finalised (POST_MIGRATION); migration on a log created in KRaft
     mode, or at a metadata.version without migration, is refused."""
@@ -125,9 +178,24 @@ def _migration_state_change(committed: MetadataImage, zk_migration_enabled: bool
             raise ControllerError("Should not have ZK migrations enabled on a cluster running "
                                   f"metadata.version {metadata_version_for_level(mv).name}")
         return []
-    if state == ZkMigrationState.NONE and zk_migration_enabled:
-        raise ControllerError("Should not have ZK migrations enabled on a cluster that was "
-                              "created in KRaft mode.")
-    if state == ZkMigrationState.MIGRATION and not zk_migration_enabled:
-        return [ZkMigrationStateRecord(zk_migration_state=ZkMigrationState.POST_MIGRATION)]
+    said.append(f"Loaded ZK migration state of {state.name}.")
+    if state == ZkMigrationState.NONE:
+        if zk_migration_enabled:
+            raise ControllerError("Should not have ZK migrations enabled on a cluster that was "
+                                  "created in KRaft mode.")
+        said.append("This is expected because this is a de-novo KRaft cluster.")
+    elif state == ZkMigrationState.PRE_MIGRATION:
+        if mv < MV_3_6_IV1:
+            said.append("Activating pre-migration controller without empty log. There may be "
+                        "a partial migration.")
+    elif state == ZkMigrationState.MIGRATION:
+        if not zk_migration_enabled:
+            said.append("Completing the ZK migration since this controller was configured "
+                        "with 'zookeeper.metadata.migration.enable' set to 'false'.")
+            return [ZkMigrationStateRecord(zk_migration_state=ZkMigrationState.POST_MIGRATION)]
+        said.append("Staying in ZK migration mode since 'zookeeper.metadata.migration.enable' "
+                    "is still 'true'.")
+    elif zk_migration_enabled:  # POST_MIGRATION
+        said.append("Ignoring 'zookeeper.metadata.migration.enable' value of 'true' since the "
+                    "ZK migration has been completed.")
     return []

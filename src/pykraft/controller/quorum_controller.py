@@ -24,6 +24,7 @@ the load with :mod:`~pykraft.controller.migration_ops`' requests.
 
 from __future__ import annotations
 
+import logging
 import random
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -45,7 +46,8 @@ from pykraft.controller import (
 )
 from pykraft.controller.activation import (
     DEFAULT_BOOTSTRAP,
-    activation_records,
+    DEFAULT_BOOTSTRAP_SOURCE,
+    activation,
     ordered_bootstrap,
     static_min_insync_replicas,
 )
@@ -117,6 +119,8 @@ from pykraft.records.metadata import (
     decode_metadata_record,
     encode_metadata_record,
 )
+
+log = logging.getLogger(__name__)
 
 RecordWriter = Callable[[int, list[bytes]], int]
 """``(now_ms, record values) -> offset of the last one``: the raft core's ``append``."""
@@ -224,6 +228,7 @@ class QuorumController:
         writer: RecordWriter,
         rng: random.Random,
         bootstrap: Sequence[object] = DEFAULT_BOOTSTRAP,
+        bootstrap_source: str = DEFAULT_BOOTSTRAP_SOURCE,
         ip_resolves: Callable[[str], bool] = literal_ip,
     ) -> None:
         self.config = config
@@ -231,6 +236,7 @@ class QuorumController:
         self._rng = rng
         ordered_bootstrap(bootstrap)  # refuse a bootstrap without metadata.version up front
         self._bootstrap = tuple(bootstrap)
+        self._bootstrap_source = bootstrap_source
         self._ip_resolves = ip_resolves  # the driver's host name lookup (quota entities)
         self._min_insync_replicas = static_min_insync_replicas(config.properties)
         self._tokens = config.tokens
@@ -306,7 +312,7 @@ class QuorumController:
                 decoded = decode_metadata_record(record.value)
                 if isinstance(decoded.message, RegisterBrokerRecord):
                     self._committed_registrations[decoded.message.broker_id] = record.offset
-                self._committed.replay(decoded)
+                self._committed.replay(decoded, record.offset)
         self._committed.finish(Provenance(batch.last_offset, batch.epoch,
                                           batch.header.max_timestamp))
         self._committed_offset = batch.last_offset
@@ -519,14 +525,15 @@ class QuorumController:
         self._next_unclean_ms = self._now_ms + self.config.unclean_election_interval_ms
         self._next_token_sweep_ms = self._now_ms + self._tokens.expiry_check_interval_ms
         self._balance = _Rebalance(dirty=True)
-        records = activation_records(self.committed_image,
-                                     in_transaction=self._committed.in_transaction,
-                                     bootstrap=self._bootstrap,
-                                     min_insync_replicas=self._min_insync_replicas,
-                                     zk_migration_enabled=self.config.zk_migration_enabled)
+        activated = activation(self.committed_image,
+                               transaction_start_offset=self._committed.transaction_start_offset,
+                               bootstrap=self._bootstrap, bootstrap_source=self._bootstrap_source,
+                               min_insync_replicas=self._min_insync_replicas,
+                               zk_migration_enabled=self.config.zk_migration_enabled)
+        log.warning("%s", activated.message)  # Kafka's level for its activation line
         self._last_write_ms = self._now_ms
         try:
-            self._write(tuple(records))
+            self._write(tuple(activated.records))
         except NotLeaderError:
             self._resign()
 

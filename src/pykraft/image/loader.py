@@ -49,6 +49,9 @@ class ImageLoader:
         self.image = MetadataImage() if image is None else image
         self._delta: MetadataDelta | None = None
         self._transaction: list[MetadataRecord] | None = None
+        self.transaction_start_offset = -1
+        """The offset of the open transaction's BeginTransactionRecord, -1 outside one
+        (Kafka's ``transactionStartOffset``: the activation aborts it and names it)."""
         self.last_offset = self.image.provenance.last_offset
         self.last_delta = MetadataDelta(self.image)
         """The changes that made :attr:`image` (what a publisher of committed images, such as
@@ -66,16 +69,18 @@ class ImageLoader:
                 if record.value is None:
                     raise MetadataRecordError("metadata record with a null value",
                                               position=batch.position)
-                self.replay(decode_metadata_record(record.value))
+                self.replay(decode_metadata_record(record.value), record.offset)
         return self.finish(Provenance(batch.last_offset, batch.epoch, batch.header.max_timestamp))
 
-    def replay(self, record: MetadataRecord) -> None:
-        """One decoded record; call :meth:`load_batch` or :meth:`finish` to publish it."""
+    def replay(self, record: MetadataRecord, offset: int) -> None:
+        """One decoded record, at ``offset``; call :meth:`load_batch` or :meth:`finish` to
+        publish it."""
         body = record.message
         if isinstance(body, BeginTransactionRecord):
             if self._transaction is not None:
                 raise MetadataImageError("BeginTransactionRecord inside a transaction")
             self._transaction = []
+            self.transaction_start_offset = offset
         elif isinstance(body, EndTransactionRecord | AbortTransactionRecord):
             if self._transaction is None:
                 raise MetadataImageError(f"{type(body).__name__} outside a transaction")
@@ -83,6 +88,7 @@ class ImageLoader:
                 for pending in self._transaction:
                     self._replay_now(pending)
             self._transaction = None
+            self.transaction_start_offset = -1
         elif self._transaction is not None:
             self._transaction.append(record)
         else:

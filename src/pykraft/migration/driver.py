@@ -7,8 +7,9 @@ leader changes and committed images the controller publishes, and :meth:`poll`, 
 the runtime after Kafka's backoff (100 ms doubling to 60 s, 2 % jitter) and at once whenever
 :meth:`poll` or an input reports a transition. Every effect goes through an injected port —
 ZooKeeper (:class:`MigrationZk`), the controller's records (:class:`MigrationRecords`), the
-legacy RPCs (:class:`LegacyPropagator`), the readiness of the controller quorum — so the
-driver is deterministic and runs against a simulated ZooKeeper and controller in tests.
+legacy RPCs (:class:`LegacyPropagator`), the readiness of the controller quorum, the ZooKeeper
+write metrics (:class:`ZkWriteRecorder`) — so the driver is deterministic and runs against a
+simulated ZooKeeper and controller in tests.
 Ports block (a ZooKeeper write waits for the connection, a batch for its commit), as Kafka's
 do; a :class:`~pykraft.migration.zk_ops.ZkUnavailableError` from ZooKeeper leaves the state as
 it was, to be retried by the next poll ("Will retry").
@@ -43,6 +44,7 @@ from pykraft.migration.load import (
 from pykraft.migration.zk_ops import ANY_VERSION, ZkUnavailableError
 from pykraft.migration.zk_tree import ZkTree
 from pykraft.migration.zk_write import ZkWrite, counts_text, write_counts
+from pykraft.migration.zk_writer import touches_zookeeper
 from pykraft.migration.znodes import ZNodeDecodeError
 from pykraft.records.metadata import MetadataRecord
 
@@ -145,6 +147,20 @@ class LegacyPropagator(Protocol):
                    zk_controller_epoch: int) -> None: ...
 
 
+class ZkWriteRecorder(Protocol):
+    """Kafka's ``QuorumControllerMetrics`` as its driver feeds them (``ZkWriteBehindLag``,
+    ``ZkWriteSnapshotTimeMs``, ``ZkWriteDeltaTimeMs``): durations in ms of the clock port."""
+
+    def zk_write_snapshot_time(self, duration_ms: int) -> None:
+        """A full sync of an image to ZooKeeper took ``duration_ms``."""
+
+    def zk_write_delta_time(self, duration_ms: int) -> None:
+        """A delta touching what ZooKeeper holds was written in ``duration_ms``."""
+
+    def dual_write_offset(self, offset: int) -> None:
+        """ZooKeeper holds the image up to ``offset`` (Kafka's ``updateDualWriteOffset``)."""
+
+
 class MigrationCommitError(PyKraftError):
     """The controller could not commit a migration write (not active any more, timed out)."""
 
@@ -153,7 +169,8 @@ QuorumReadiness = Callable[[MetadataImage], str | None]
 """Why the controller quorum is not ready to migrate (Kafka's
 ``reasonAllControllersZkMigrationNotReady``), None when it is."""
 Clock = Callable[[], int]
-"""Milliseconds, for the load's timings in its log line (never for decisions)."""
+"""Milliseconds, for the load's timings in its log line and the ZooKeeper write times
+(never for decisions)."""
 
 
 MAX_UNWRITTEN_CHANGES = 1000
@@ -171,6 +188,8 @@ class _Unwritten:
     image: MetadataImage
     snapshot: bool
     rpcs: bool
+    timed: bool
+    """A delta touching what ZooKeeper holds: its write time is recorded."""
     writes: deque[ZkWrite] | None = None
     counts: WriteCounts = field(default_factory=dict)
 
@@ -191,13 +210,14 @@ class MigrationDriver:
 
     def __init__(self, node_id: int, *, zk: MigrationZk, records: MigrationRecords,
                  propagator: LegacyPropagator, quorum_readiness: QuorumReadiness,
-                 rng: random.Random, clock: Clock, min_batch_size: int,
-                 password_decoder: PasswordDecoder | None = None) -> None:
+                 metrics: ZkWriteRecorder, rng: random.Random, clock: Clock,
+                 min_batch_size: int, password_decoder: PasswordDecoder | None = None) -> None:
         self.node_id = node_id
         self._zk = zk
         self._records = records
         self._propagator = propagator
         self._quorum_readiness = quorum_readiness
+        self._metrics = metrics
         self._rng = rng
         self._clock = clock
         self._min_batch_size = min_batch_size
@@ -264,7 +284,8 @@ class MigrationDriver:
         if _offset_and_epoch(image) < self.leadership.offset_and_epoch:
             return
         change = _Unwritten(previous, image, is_snapshot,
-                            delta.topics_delta is not None or delta.cluster_delta is not None)
+                            delta.topics_delta is not None or delta.cluster_delta is not None,
+                            touches_zookeeper(delta))
         if not is_snapshot:
             change.writes = deque(self._zk.delta_writes(previous, image, delta,
                                                         self.leadership))
@@ -273,7 +294,8 @@ class MigrationDriver:
         if len(self._unwritten) > MAX_UNWRITTEN_CHANGES:
             log.warning("%d committed changes wait for ZooKeeper: they will be written by a "
                         "full sync", len(self._unwritten))
-            self._unwritten = deque([_Unwritten(image, image, snapshot=True, rpcs=True)])
+            self._unwritten = deque([_Unwritten(image, image, snapshot=True, rpcs=True,
+                                                timed=False)])
         self._try(self._write_unwritten)
 
     def _write_unwritten(self) -> None:
@@ -281,15 +303,21 @@ class MigrationDriver:
         left of its writes, ``/migration`` at its offset, then its RPCs."""
         while self._unwritten:
             change = self._unwritten[0]
+            start_ms = self._clock()
             if change.writes is None:
                 change.writes = deque(self._zk.sync_writes(change.image, self.leadership))
                 change.counts = write_counts(change.writes)
             self._apply(change.writes)  # a write cut among its requests runs whole again
+            if change.snapshot:
+                self._metrics.zk_write_snapshot_time(self._clock() - start_ms)
+            elif change.timed:
+                self._metrics.zk_write_delta_time(self._clock() - start_ms)
             if change.counts:
                 kind = "snapshot" if change.snapshot else "delta"
                 log.debug("Made the following ZK writes when handling KRaft %s: %s", kind,
                           counts_text(change.counts))
             offset, epoch = _offset_and_epoch(change.image)
+            self._metrics.dual_write_offset(offset)
             self.leadership = self._zk.set_migration_state(
                 self.leadership.with_kraft_metadata_offset_and_epoch(offset, epoch))
             self._unwritten.popleft()
@@ -468,9 +496,11 @@ class MigrationDriver:
                      _offset_and_epoch(self.image))
             return
         log.info("Performing a full metadata sync from KRaft to ZK.")
+        start_ms = self._clock()
         writes = deque(self._zk.sync_writes(self.image, self.leadership))
         counts = write_counts(writes)
         self._apply(writes)  # cut short, the next poll reconciles what is left
+        self._metrics.zk_write_snapshot_time(self._clock() - start_ms)
         if counts:
             log.info("Made the following ZK writes when reconciling with KRaft state: %s",
                      counts_text(counts))

@@ -37,6 +37,14 @@ def sync(image: MetadataImage, tree: ZkTree, controller_epoch: int,
             *acls_sync(image.acls, tree), *tokens_sync(image.delegation_tokens, tree)]
 
 
+def touches_zookeeper(delta: MetadataDelta) -> bool:
+    """Kafka's ``handleDelta`` result: whether ``delta`` touched a part of the image that
+    ZooKeeper holds (the delta write time is recorded only for those)."""
+    return any(part is not None for part in (
+        delta.topics_delta, delta.configs_delta, delta.client_quotas_delta, delta.scram_delta,
+        delta.producer_ids_delta, delta.acls_delta, delta.delegation_tokens_delta))
+
+
 def dual_write(previous: MetadataImage, image: MetadataImage, delta: MetadataDelta,
                controller_epoch: int, passwords: Passwords | None = None) -> list[ZkWrite]:
     """``handleDelta``: the writes of what ``delta`` (``previous`` -> ``image``) touched."""

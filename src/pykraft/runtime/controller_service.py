@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from pykraft.controller import ControllerConfig, QuorumController
+from pykraft.controller.activation import DEFAULT_BOOTSTRAP_SOURCE
 from pykraft.controller.broker_liveness import OVERDUE_HEARTBEATS
 from pykraft.controller.quorum_controller import not_controller_answer
 from pykraft.controller.responses import delete_topic_states
@@ -85,9 +86,11 @@ class ControllerService:
     """Drives one :class:`QuorumController` from the event loop; see the module docstring."""
 
     def __init__(self, config: ControllerConfig, *, bootstrap: Sequence[object],
+                 bootstrap_source: str = DEFAULT_BOOTSTRAP_SOURCE,
                  rng: random.Random | None = None) -> None:
         self.controller = QuorumController(config, writer=self._append,
                                            rng=rng or random.Random(), bootstrap=bootstrap,
+                                           bootstrap_source=bootstrap_source,
                                            ip_resolves=ip_resolves)
         self._node: RaftNode | None = None
         self._snapshots = SnapshotLoader(self._load_image, label="controller")

@@ -9,6 +9,18 @@ carries one request at a time, in order; a failed connection or exchange is logg
 same request is sent again after Kafka's 100 ms backoff on a new connection, until it is
 answered or its broker is removed. Errors in the answers are only logged, as Kafka does. No
 ApiVersions first: Kafka's controller channel does not discover versions either.
+
+A queue is bounded, where Kafka's is not: Kafka's ``ControllerChannelManager`` queues every
+request to a broker it cannot reach (a ``LinkedBlockingQueue`` per broker, nothing coalesced)
+until the broker is removed, which for a broker that still heartbeats (registered and
+unfenced, but its inter-broker listener unreachable from the controller) is never. When a
+delivery takes a queue past ``max_queued`` requests, its requests are replaced by the full
+state of the delivered image — the FULL UpdateMetadata and LeaderAndIsr a snapshot sends,
+built by the channel's own propagator — and a request in flight is given up after its
+attempt: every later change follows that full state in the queue, and a Kafka 3.9 ZK broker
+takes a FULL LeaderAndIsr as the whole truth (partitions it does not name are stray and
+removed), so the broker loses nothing by the dropped requests. A queue holds at most
+``max_queued`` requests plus one full state.
 """
 
 from __future__ import annotations
@@ -23,7 +35,12 @@ from pykraft.errors import NetworkError, ProtocolError
 from pykraft.image.image import MetadataImage
 from pykraft.messages.legacy_rpc import decode_legacy_response, encode_legacy_request
 from pykraft.messages.rpc import RequestHeader
-from pykraft.migration.propagator import LegacyRequest, channel_brokers
+from pykraft.migration.propagator import (
+    LegacyRequest,
+    MigrationPropagator,
+    PropagationError,
+    channel_brokers,
+)
 from pykraft.protocol.frame import DEFAULT_MAX_FRAME_SIZE
 from pykraft.runtime.streams import FrameStream
 
@@ -33,6 +50,9 @@ RETRY_BACKOFF_S = 0.1
 """``RequestSendThread.backoff``: 100 ms between attempts."""
 REQUEST_TIMEOUT_S = 30.0
 """The controller channel's ``request.timeout.ms`` default (30 s)."""
+MAX_QUEUED_REQUESTS = 1000
+"""A queue's bound (pykraft's; Kafka's queues are unbounded): a few hundred metadata
+changes to a broker that cannot be reached, after which it gets the full state instead."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +69,10 @@ class _BrokerQueue:
         self.broker_id = broker_id
         self.target = target
         self.requests: deque[LegacyRequest] = deque()
+        """Waiting to be sent (the one in flight is not among them)."""
+        self.superseded = False
+        """The requests were replaced by a full state: the one in flight is given up after
+        its attempt instead of being retried."""
         self.ready = asyncio.Event()
         self._channel = channel
         self._stream: FrameStream | None = None
@@ -65,24 +89,38 @@ class _BrokerQueue:
             self._stream.close()
             self._stream = None
 
+    def supersede(self, full: Sequence[LegacyRequest]) -> None:
+        """Replace the queued requests by ``full``, the broker's full state."""
+        self.requests.clear()
+        self.requests.extend(full)
+        self.superseded = True
+
     async def _run(self) -> None:
         while True:
             while not self.requests:
                 self.ready.clear()
                 await self.ready.wait()
-            request = self.requests[0]
-            try:
-                await asyncio.wait_for(self._exchange(request), REQUEST_TIMEOUT_S)
-            except (OSError, NetworkError, ProtocolError, TimeoutError) as e:
-                log.warning("Controller %d fails to send request %s to broker %d (%s:%d). "
-                            "Reconnecting to broker. (%s)", self._channel.controller_id,
-                            type(request.body).__name__, self.broker_id, self.target.host,
-                            self.target.port, e)
-                self._disconnect()
-                await asyncio.sleep(RETRY_BACKOFF_S)
-                continue
-            self.requests.popleft()
-            self._channel.sent += 1
+            request = self.requests.popleft()
+            self.superseded = False
+            while not await self._attempt(request):
+                if self.superseded:
+                    break  # the full state queued since covers it
+            else:
+                self._channel.sent += 1
+
+    async def _attempt(self, request: LegacyRequest) -> bool:
+        """One attempt at ``request``: False after a failure and Kafka's backoff."""
+        try:
+            await asyncio.wait_for(self._exchange(request), REQUEST_TIMEOUT_S)
+        except (OSError, NetworkError, ProtocolError, TimeoutError) as e:
+            log.warning("Controller %d fails to send request %s to broker %d (%s:%d). "
+                        "Reconnecting to broker. (%s)", self._channel.controller_id,
+                        type(request.body).__name__, self.broker_id, self.target.host,
+                        self.target.port, e)
+            self._disconnect()
+            await asyncio.sleep(RETRY_BACKOFF_S)
+            return False
+        return True
 
     async def _exchange(self, request: LegacyRequest) -> None:
         if self._stream is None:
@@ -110,10 +148,14 @@ class _BrokerQueue:
 class LegacyChannel:
     """See the module docstring; used on the event loop only."""
 
-    def __init__(self, controller_id: int, inter_broker_listener: str) -> None:
+    def __init__(self, controller_id: int, inter_broker_listener: str, *,
+                 max_queued: int = MAX_QUEUED_REQUESTS) -> None:
         self.controller_id = controller_id
         self.inter_broker_listener = inter_broker_listener
+        self.max_queued = max_queued
         self._brokers: dict[int, _BrokerQueue] = {}
+        self._propagator = MigrationPropagator(controller_id, inter_broker_listener)
+        """The full states of overflowing queues (the driver's propagator is its thread's)."""
         self.sent = 0
         """Requests answered (a count for tests and metrics)."""
 
@@ -121,11 +163,19 @@ class LegacyChannel:
     def broker_ids(self) -> list[int]:
         return sorted(self._brokers)
 
-    def deliver(self, image: MetadataImage, requests: Sequence[LegacyRequest]) -> None:
-        """Update the brokers from ``image`` (the one ``requests`` were made from), then
-        queue each request to its broker; requests to a broker not in the channel are not
-        sent (Kafka: "Not sending request ... since it is offline")."""
+    def queued(self, broker_id: int) -> int:
+        """The requests waiting for ``broker_id`` (Kafka's ``QueueSize`` gauge of it)."""
+        queue = self._brokers.get(broker_id)
+        return 0 if queue is None else len(queue.requests)
+
+    def deliver(self, image: MetadataImage, requests: Sequence[LegacyRequest],
+                zk_controller_epoch: int) -> None:
+        """Update the brokers from ``image`` (the one ``requests`` were made, under
+        ``zk_controller_epoch``, from), then queue each request to its broker; requests to a
+        broker not in the channel are not sent (Kafka: "Not sending request ... since it is
+        offline"). A queue past :attr:`max_queued` gets the full state of ``image``."""
         self._publish(image)
+        overflowing: set[int] = set()
         for request in requests:
             queue = self._brokers.get(request.broker_id)
             if queue is None:
@@ -134,6 +184,26 @@ class LegacyChannel:
                 continue
             queue.requests.append(request)
             queue.ready.set()
+            if len(queue.requests) > self.max_queued:
+                overflowing.add(request.broker_id)
+        if overflowing:
+            self._supersede(image, zk_controller_epoch, overflowing)
+
+    def _supersede(self, image: MetadataImage, zk_controller_epoch: int,
+                   broker_ids: set[int]) -> None:
+        try:
+            full = self._propagator.image_requests(image, zk_controller_epoch)
+        except PropagationError as e:  # the queues stay as they are, to be bounded later
+            log.error("Cannot replace the requests queued to brokers %s by the full "
+                      "metadata: %s", sorted(broker_ids), e)
+            return
+        for broker_id in sorted(broker_ids):
+            queue = self._brokers[broker_id]
+            log.warning("Controller %d has %d requests queued to broker %d (%s:%d), more than "
+                        "%d: they are replaced by the full metadata at offset %d.",
+                        self.controller_id, len(queue.requests), broker_id, queue.target.host,
+                        queue.target.port, self.max_queued, image.provenance.last_offset)
+            queue.supersede([r for r in full if r.broker_id == broker_id])
 
     def close(self) -> None:
         for queue in self._brokers.values():

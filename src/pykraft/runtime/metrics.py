@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Protocol
+from wsgiref.simple_server import WSGIServer
 
 from prometheus_client import start_http_server
 from prometheus_client.core import GaugeMetricFamily, Metric
@@ -220,13 +221,13 @@ class _MetricsCollector(Collector):
 
 def serve_metrics(metrics: RaftMetrics, host: str, port: int,
                   purgatories: Iterable[PurgatoryGauges] = (),
-                  on_loop: Sequence[Callable[[], Iterable[Metric]]] = ()) -> CollectorRegistry:
-    """Expose ``/metrics`` on ``host:port`` from a daemon thread; returns the registry.
-    A broker's ``purgatories`` add their sizes; ``on_loop`` families are computed on the
-    running loop (:class:`LoopCollector`)."""
+                  on_loop: Sequence[Callable[[], Iterable[Metric]]] = ()) -> WSGIServer:
+    """Expose ``/metrics`` on ``host:port`` from a daemon thread; returns its server (its
+    ``shutdown`` stops it). A broker's ``purgatories`` add their sizes; ``on_loop``
+    families are computed on the running loop (:class:`LoopCollector`)."""
     registry = CollectorRegistry()
     registry.register(_MetricsCollector(metrics, tuple(purgatories)))
     if on_loop:
         registry.register(LoopCollector(asyncio.get_running_loop(), on_loop))
-    start_http_server(port, addr=host, registry=registry)
-    return registry
+    server, _ = start_http_server(port, addr=host, registry=registry)
+    return server

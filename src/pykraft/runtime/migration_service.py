@@ -51,6 +51,7 @@ from pykraft.runtime.legacy_channel import LegacyChannel
 from pykraft.runtime.node import RaftNode
 from pykraft.runtime.settings import NodeSettings, ZkClientSettings
 from pykraft.runtime.zk_session import ZkSession
+from pykraft.runtime.zk_write_metrics import ZkWriteMetrics
 
 log = logging.getLogger(__name__)
 
@@ -223,20 +224,23 @@ class ChannelPropagator:
         self._loop = loop
 
     def send_full(self, image: MetadataImage, zk_controller_epoch: int) -> None:
-        self._deliver(image, lambda: self._propagator.image_requests(image, zk_controller_epoch))
+        self._deliver(image, zk_controller_epoch,
+                      lambda: self._propagator.image_requests(image, zk_controller_epoch))
 
     def send_delta(self, previous: MetadataImage, image: MetadataImage,
                    zk_controller_epoch: int) -> None:
-        self._deliver(image, lambda: self._propagator.delta_requests(
+        self._deliver(image, zk_controller_epoch, lambda: self._propagator.delta_requests(
             previous, image, zk_controller_epoch))
 
-    def _deliver(self, image: MetadataImage, make: Callable[[], list[LegacyRequest]]) -> None:
+    def _deliver(self, image: MetadataImage, zk_controller_epoch: int,
+                 make: Callable[[], list[LegacyRequest]]) -> None:
         try:
             requests = make()
         except PropagationError as e:
             log.error("Not sending metadata RPCs to the ZooKeeper brokers: %s", e)
             return
-        self._loop.call_soon_threadsafe(self._channel.deliver, image, requests)
+        self._loop.call_soon_threadsafe(self._channel.deliver, image, requests,
+                                        zk_controller_epoch)
 
 
 def passwords_of(properties: Mapping[str, str]) -> Passwords | None:
@@ -261,8 +265,9 @@ def passwords_of(properties: Mapping[str, str]) -> Passwords | None:
 
 class MigrationRuntime:
     """What a controller with ``zookeeper.metadata.migration.enable`` runs for the driver:
-    the ZooKeeper session, the driver on its worker, the legacy channel. Built and closed on
-    the event loop; registered as a publisher of the controller's images."""
+    the ZooKeeper session, the driver on its worker, the legacy channel, the ZooKeeper write
+    metrics. Built and closed on the event loop; registered as a publisher of the
+    controller's images."""
 
     def __init__(self, settings: NodeSettings, zookeeper: ZkClientSettings,
                  controller: ControllerService, node: RaftNode) -> None:
@@ -271,6 +276,7 @@ class MigrationRuntime:
         passwords = passwords_of(config.properties)
         self.session = ZkSession(zookeeper, on_connected=self._zookeeper_connected)
         self.channel = LegacyChannel(settings.node_id, config.inter_broker_listener_name)
+        self.metrics = ZkWriteMetrics()
         driver = MigrationDriver(
             settings.node_id,
             zk=ZkMigrationClient(self.session, clock=lambda: int(time.time() * 1000),
@@ -281,7 +287,7 @@ class MigrationRuntime:
                 self.channel, loop),
             quorum_readiness=lambda image: zk_migration_not_ready_reason(
                 image, list(node.core.voters)),
-            rng=random.Random(), clock=lambda: int(time.monotonic() * 1000),
+            metrics=self.metrics, rng=random.Random(), clock=lambda: int(time.monotonic() * 1000),
             min_batch_size=config.zk_migration_min_batch_size,
             password_decoder=None if passwords is None else passwords.decode)
         self.service = MigrationService(driver, connect=self.session.start)

@@ -26,7 +26,11 @@ from pykraft.config.server import (
     parse_count,
 )
 from pykraft.controller import ControllerConfig
-from pykraft.controller.activation import DEFAULT_BOOTSTRAP
+from pykraft.controller.activation import (
+    DEFAULT_BOOTSTRAP,
+    DEFAULT_BOOTSTRAP_SOURCE,
+    bootstrap_file_source,
+)
 from pykraft.errors import ConfigError
 from pykraft.raft.config import CONFIG_KEYS, QuorumConfig
 from pykraft.records.control import VoterEndpoint
@@ -164,6 +168,8 @@ class NodeSettings:
     bootstrap: tuple[object, ...] = DEFAULT_BOOTSTRAP
     """The records ``storage format`` chose (metadata.version first): the first active
     controller writes them to an empty log."""
+    bootstrap_source: str = DEFAULT_BOOTSTRAP_SOURCE
+    """Where :attr:`bootstrap` came from, as Kafka names it in its activation line."""
     broker: BrokerListenerSettings | None = None
     """Set when ``process.roles`` includes ``broker``."""
     bootstrap_servers: tuple[tuple[str, int], ...] = ()
@@ -253,6 +259,7 @@ def load_settings(config: ServerConfig) -> NodeSettings:
     metadata_dir = config.metadata_log_dir
     found = check_log_dirs(config.log_dirs, metadata_dir, node_id,
                            broker="broker" in roles)
+    bootstrap, bootstrap_source = _bootstrap(metadata_dir)
     for key in _NON_NEGATIVE_KEYS:
         if config.get(key) < 0:
             raise ConfigError(f"invalid value {config.get(key)} for {key}: must be >= 0")
@@ -301,7 +308,7 @@ def load_settings(config: ServerConfig) -> NodeSettings:
                 "zookeeper.metadata.migration.min.batch.size"),
             inter_broker_listener_name=_inter_broker_listener_name(config),
             properties=static_layer(config.raw)),
-        roles=roles, broker=broker, bootstrap=_bootstrap_records(metadata_dir),
+        roles=roles, broker=broker, bootstrap=bootstrap, bootstrap_source=bootstrap_source,
         bootstrap_servers=bootstrap_servers,
         config_warnings=tuple(unknown_key_warnings(
             key for key in config.raw if "controller" not in roles or key not in MIGRATION_KEYS)),
@@ -421,10 +428,14 @@ def _local_listeners(config: ServerConfig) -> tuple[VoterEndpoint, ...]:
                  for e in config.advertised_controller_endpoints())
 
 
-def _bootstrap_records(metadata_dir: Path) -> tuple[object, ...]:
-    if not (metadata_dir / BOOTSTRAP_CHECKPOINT).exists():
-        return DEFAULT_BOOTSTRAP
-    return tuple(record.message for record in read_bootstrap_checkpoint(metadata_dir))
+def _bootstrap(metadata_dir: Path) -> tuple[tuple[object, ...], str]:
+    """The bootstrap records and their source: ``bootstrap.checkpoint``'s, else the
+    default."""
+    path = metadata_dir / BOOTSTRAP_CHECKPOINT
+    if not path.exists():
+        return DEFAULT_BOOTSTRAP, DEFAULT_BOOTSTRAP_SOURCE
+    return (tuple(r.message for r in read_bootstrap_checkpoint(metadata_dir)),
+            bootstrap_file_source(path))
 
 
 def _protocols(config: ServerConfig) -> dict[str, SecurityProtocol]:

@@ -8,8 +8,9 @@ import socket
 
 async def flood(host: str, port: int, count: int, timeout_s: float) -> list[socket.socket]:
     """Open ``count`` connections at once; those that connected within ``timeout_s`` (the
-    rest found the listener and its backlog full: nobody answered their SYN). The caller
-    closes them."""
+    rest found the listener and its backlog full: nobody answered their SYN). Connected is
+    the client's view: with SYN cookies (Linux's default) a connect can succeed for a
+    connection the server's full accept queue never takes. The caller closes them."""
     loop = asyncio.get_running_loop()
 
     async def one() -> socket.socket | None:

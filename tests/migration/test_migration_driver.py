@@ -18,6 +18,7 @@ from migration_captures import reads, znode_dump
 
 from pykraft.image.features import ZkMigrationState
 from pykraft.image.image import MetadataDelta, MetadataImage, Provenance
+from pykraft.migration import driver as driver_module
 from pykraft.migration.driver import (
     MigrationCommitError,
     MigrationDriver,
@@ -26,6 +27,7 @@ from pykraft.migration.driver import (
 from pykraft.migration.fencing import ZkMigrationLeadershipState
 from pykraft.migration.zk_ops import ZkUnavailableError
 from pykraft.migration.zk_tree import ZkTree
+from pykraft.migration.zk_write import UPDATE_CLIENT_QUOTA, UPDATE_CONFIG, ZkWrite
 from pykraft.records.metadata import (
     FeatureLevelRecord,
     MetadataRecord,
@@ -51,7 +53,7 @@ class FakeZk:
     claimable: bool = True
     down: bool = False
     failed_writes: int = 0
-    """The next dual writes that fail (ZooKeeper lost mid-write)."""
+    """The next writes that fail (ZooKeeper lost mid-write)."""
     calls: list[str] = field(default_factory=list)
 
     def _call(self, name: str) -> None:
@@ -89,16 +91,18 @@ class FakeZk:
         self._call("read_tree")
         return self.tree
 
-    def sync(self, image: MetadataImage, state: ZkMigrationLeadershipState,
-             counts: dict[str, int]) -> ZkMigrationLeadershipState:
+    def sync_writes(self, image: MetadataImage,
+                    state: ZkMigrationLeadershipState) -> list[ZkWrite]:
         self._call(f"sync {image.provenance.last_offset}")
-        counts["UpdateClientQuota"] = 3
-        return state
+        return [ZkWrite(UPDATE_CLIENT_QUOTA, "quota", ())] * 3
 
-    def dual_write(self, previous: MetadataImage, image: MetadataImage, delta: MetadataDelta,
-                   state: ZkMigrationLeadershipState,
-                   counts: dict[str, int]) -> ZkMigrationLeadershipState:
-        self._call(f"dual_write {image.provenance.last_offset}")
+    def delta_writes(self, previous: MetadataImage, image: MetadataImage,
+                     delta: MetadataDelta, state: ZkMigrationLeadershipState) -> list[ZkWrite]:
+        return [ZkWrite(UPDATE_CONFIG, f"config {image.provenance.last_offset}", ())]
+
+    def apply(self, write: ZkWrite,
+              state: ZkMigrationLeadershipState) -> ZkMigrationLeadershipState:
+        self._call(f"apply {write.description}")
         if self.failed_writes:
             self.failed_writes -= 1
             raise ZkUnavailableError("connection lost")
@@ -236,7 +240,8 @@ def test_a_migration_walks_kafkas_states_in_order(caplog: pytest.LogCaptureFixtu
     assert "The current metadata offset is now 133 with an epoch of 5" in completed[0]
     assert rig.zk.calls == [
         "get_or_create", "get_or_create", "read_broker_ids", "read_tree", "claim",
-        "set_migration -1", "read_tree", "set_migration 133", "sync 133"]
+        "set_migration -1", "read_tree", "set_migration 133", "sync 133", "apply quota",
+        "apply quota", "apply quota"]
     assert rig.driver.leadership.zk_controller_epoch == 4
     assert rig.propagator.calls == ["full 133 4"]
     assert "Made the following ZK writes when reconciling with KRaft state: " \
@@ -248,7 +253,7 @@ def test_dual_write_writes_each_newer_delta_then_moves_migration_and_sends_rpcs(
     image = _to_dual_write(rig)
     rig.zk.calls.clear()
     image = rig.publish(image, _broker(4, migrating=False), offset=140)
-    assert rig.zk.calls == ["dual_write 140", "set_migration 140"]
+    assert rig.zk.calls == ["apply config 140", "set_migration 140"]
     assert rig.propagator.calls[-1] == "delta 140 4"
     rig.zk.calls.clear()
     rig.publish(image, offset=120)  # older than /migration's offset: already in ZooKeeper
@@ -355,20 +360,42 @@ def test_states_that_must_not_migrate_send_the_driver_inactive(
     assert rig.records.calls == []
 
 
-def test_a_failed_dual_write_is_made_good_by_a_full_sync_on_the_next_poll() -> None:
+def test_a_cut_dual_write_resumes_on_the_next_poll_and_later_changes_wait_behind_it() -> None:
+    """Kafka's driver blocks until ZooKeeper answers; pykraft's keeps what is left and
+    writes it, then each later change, in order, each once, with their RPCs after them."""
     rig = Rig()
     image = _to_dual_write(rig)
     rig.zk.calls.clear()
     rig.zk.failed_writes = 1
     image = rig.publish(image, _broker(4, migrating=False), offset=140)
-    image = rig.publish(image, _broker(5, migrating=False), offset=141)  # covered by the sync
-    assert rig.zk.calls == ["dual_write 140"]
+    rig.zk.down = True
+    image = rig.publish(image, _broker(5, migrating=False), offset=141)
+    assert rig.zk.calls == ["apply config 140"]
     assert rig.zk.migration.kraft_metadata_offset == 133  # /migration not moved past it
+    assert rig.propagator.calls == ["full 133 4"]  # the RPCs wait for ZooKeeper too
+    rig.zk.down = False
     rig.driver.poll()
-    assert rig.zk.calls == ["dual_write 140", "sync 141", "set_migration 141"]
-    assert rig.propagator.calls[-1] == "full 141 4"
+    assert rig.zk.calls == ["apply config 140", "apply config 140", "set_migration 140",
+                            "apply config 141", "set_migration 141"]
+    assert rig.propagator.calls[1:] == ["delta 140 4", "delta 141 4"]
     rig.publish(image, offset=142)
-    assert rig.zk.calls[-2:] == ["dual_write 142", "set_migration 142"]
+    assert rig.zk.calls[-2:] == ["apply config 142", "set_migration 142"]
+
+
+def test_too_many_changes_waiting_for_zookeeper_become_one_full_sync(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(driver_module, "MAX_UNWRITTEN_CHANGES", 1)
+    rig = Rig()
+    image = _to_dual_write(rig)
+    rig.zk.calls.clear()
+    rig.zk.down = True
+    image = rig.publish(image, _broker(4, migrating=False), offset=140)
+    rig.publish(image, _broker(5, migrating=False), offset=141)
+    rig.zk.down = False
+    rig.driver.poll()
+    assert rig.zk.calls == ["sync 141", "apply quota", "apply quota", "apply quota",
+                            "set_migration 141"]
+    assert rig.propagator.calls[-1] == "full 141 4"
 
 
 def test_a_leader_change_during_a_zookeeper_outage_is_not_lost() -> None:
@@ -392,7 +419,8 @@ def test_re_elected_in_a_new_epoch_the_driver_claims_again_and_syncs() -> None:
     rig.driver.on_leader_change(NODE, 6)
     assert rig.state() is S.WAIT_FOR_CONTROLLER_QUORUM
     rig.poll_until(S.DUAL_WRITE)
-    assert rig.zk.calls == ["get_or_create", "claim", "set_migration 133", "sync 133"]
+    assert rig.zk.calls == ["get_or_create", "claim", "set_migration 133", "sync 133",
+                            "apply quota", "apply quota", "apply quota"]
     assert rig.driver.leadership.kraft_controller_epoch == 6
     assert rig.propagator.calls[-1] == "full 133 5"
     assert rig.records.calls == ["begin", "batch 30", "complete"]  # no second load
@@ -414,10 +442,12 @@ def test_the_write_behind_lag_grows_while_zookeeper_is_behind_and_returns_to_zer
     assert zk_write_samples(rig, 140)["zkwritebehindlag"] == 0
     rig.zk.failed_writes = 1
     image = rig.publish(image, _broker(5, migrating=False), offset=141)
+    rig.zk.down = True
     image = rig.publish(image, _broker(6, migrating=False), offset=142)
     assert zk_write_samples(rig, 142)["zkwritebehindlag"] == 2  # 141 and 142 not in ZooKeeper
     assert zk_write_samples(rig, 142, active=False)["zkwritebehindlag"] == 0
-    rig.driver.poll()  # the full sync writes the image at 142
+    rig.zk.down = False
+    rig.driver.poll()  # what waited is written, up to 142
     assert zk_write_samples(rig, 142)["zkwritebehindlag"] == 0
     rig.publish(image, offset=143)
     assert zk_write_samples(rig, 145)["zkwritebehindlag"] == 2  # committed, not yet published
@@ -440,6 +470,6 @@ def test_the_write_times_take_one_sample_per_sync_and_per_delta_touching_zookeep
     rig.driver.on_metadata(delta, snapshot, is_snapshot=True)  # a snapshot: a full sync
     rig.zk.failed_writes = 1
     rig.publish(snapshot, TopicRecord(name="t-lost", topic_id=uuid.UUID(int=10)), offset=151)
-    rig.driver.poll()  # the failed delta is not timed; the full sync after it is
+    rig.driver.poll()  # the failed attempt is not timed; the poll's that wrote it is
     found = zk_write_samples(rig, 151)
-    assert (found["zkwritesnapshottimems_count"], found["zkwritedeltatimems_count"]) == (3, 1)
+    assert (found["zkwritesnapshottimems_count"], found["zkwritedeltatimems_count"]) == (2, 2)

@@ -1,12 +1,13 @@
 """The reference procedure's steps shared by the migration tests (``docs/design/
 migration-reference/run.sh``): phase A's ZooKeeper cluster, phase B1's controllers in
-migration mode, phase B3's changes while dual-writing, the phases' timeline, how a load
-compares across runs, and what Kafka's tools show of the cluster (to compare it across a
-roll, a finalisation or a rollback).
+migration mode, B3's changes while dual-writing, B4's failover, the phases'
+timeline, how a load and ZooKeeper's tree compare across runs, and what Kafka's tools
+show of the cluster (to compare it across a roll, a finalisation or a rollback).
 """
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from collections.abc import Iterator
@@ -27,6 +28,8 @@ from zk_cluster import (
     ZkCluster,
 )
 
+from pykraft.migration.zk_ops import ZkClient
+
 CAPTURED = Path(__file__).resolve().parents[2] / "docs/design/migration-reference/captured"
 COMPLETED = "Completed migration of metadata from ZooKeeper to KRaft"
 #: the driver's states in the order Kafka's active controller went through them (§4)
@@ -36,6 +39,12 @@ DRIVER_STATES = ("INACTIVE", "WAIT_FOR_CONTROLLER_QUORUM", "WAIT_FOR_BROKERS",
 TRANSITION = re.compile(r"transitioning from (\w+) to (\w+) state")
 _PARTITION = re.compile(r"Topic: (\S+)\s+Partition: (\d+)\s+Leader: (\S+)\s+"
                         r"Replicas: (\S+)\s+Isr: (\S+)")
+#: znodes whose content is the run's own (ports, epochs, ids, sequence owners) or not the
+#: migration's (ZooKeeper's, the brokers' notifications, the producer id block's owner)
+_RUN_MADE = re.compile(r"^/(zookeeper|brokers/ids/|brokers/seqid|controller|cluster/id|"
+                       r"migration|latest_producer_id_block|isr_change_notification/|"
+                       r"log_dir_event_notification/)")
+_SCRAM_ITERATIONS = re.compile(r"iterations=\d+")
 
 
 @dataclass
@@ -142,6 +151,20 @@ def phase_b3(cluster: ZkCluster) -> None:
     cluster.wait_no_under_replicated()
 
 
+def phase_b4(cluster: ZkCluster, active: int) -> int:
+    """run.sh's phase B4: the active controller SIGKILLed while dual-writing, until another
+    dual-writes; the killed one restarted. The successor's id."""
+    scans = {c: cluster.controller(c).scan("to DUAL_WRITE state") for c in CONTROLLER_IDS
+             if c != active}
+    cluster.controller(active).kill()
+    successor: int = wait_for("another controller to dual-write", lambda: next(
+        (c for c, scan in scans.items() if scan.found() is not None), None), 120.0)
+    cluster.start_controller(active, migration=True)
+    cluster.wait_controller(active)
+    cluster.wait_no_under_replicated()
+    return successor
+
+
 def across_runs(log: list[LogRecord]) -> LoadView:
     """A log's load as another run of the procedure made it too (``metadata_dump``)."""
     view: LoadView = load_view(load_span(log), names=Names.of(log), partition_states=False,
@@ -243,3 +266,60 @@ def assert_every_partition_served(cluster: ZkCluster) -> None:
     for key, (leader, replicas, isr) in found.items():
         assert leader not in ("none", "-1"), (key, leader)
         assert sorted(isr.split(",")) == sorted(replicas.split(",")), (key, replicas, isr)
+
+
+# -- ZooKeeper's tree ----------------------------------------------------------------------
+
+
+def captured_znodes(phase: str, run: str = "") -> dict[str, object]:
+    """The reference run's ZooKeeper after ``phase`` (``captured/<run>/znodes-<phase>.json``;
+    ``run``: a fault run's directory), as :func:`comparable` shows a tree."""
+    captured = json.loads((CAPTURED / run / f"znodes-{phase}.json").read_text())
+    return comparable({path: None if node["raw"] is None else node["raw"].encode()
+                       for path, node in captured.items()})
+
+
+def znodes(zk: ZkClient, path: str = "/") -> dict[str, bytes | None]:
+    """Every znode under ``path`` and its data."""
+    found: dict[str, bytes | None] = {}
+    pending = [path]
+    while pending:
+        node = pending.pop()
+        read = zk.get(node)
+        if read is None:
+            continue
+        found[node] = read.raw
+        pending += [f"{node.rstrip('/')}/{child}" for child in zk.children(node) or []]
+    return found
+
+
+def comparable(tree: dict[str, bytes | None]) -> dict[str, object]:
+    """A tree as another run of the procedure writes it too: run-made znodes left out, a
+    topic's assignment as its partitions' replica counts (a placement starts at a random
+    broker), partition states by path only (leaders and epochs move at the roll's pace),
+    SCRAM credentials by mechanism and iterations (salts are random)."""
+    view: dict[str, object] = {}
+    for path, data in tree.items():
+        if _RUN_MADE.match(path):
+            continue
+        text = data.decode() if data else None  # as zkdump.py: an empty znode's data None
+        if path.startswith("/brokers/topics/") and path.count("/") == 3 and text:
+            topic = json.loads(text)
+            topic.pop("topic_id")
+            topic["partitions"] = {p: len(r) for p, r in topic["partitions"].items()}
+            view[path] = topic
+        elif path.endswith("/state") and path.startswith("/brokers/topics/"):
+            view[path] = "<state>"
+        elif path.startswith("/config/users/") and text:
+            config = json.loads(text)
+            config["config"] = {key: (_SCRAM_ITERATIONS.findall(value) if "SCRAM" in key
+                                      else value) for key, value in config["config"].items()}
+            view[path] = config
+        elif path.startswith("/kafka-acl") and text and text.startswith("{"):
+            acls = json.loads(text)
+            if "acls" in acls:
+                acls["acls"] = sorted(acls["acls"], key=json.dumps)
+            view[path] = acls
+        else:
+            view[path] = text
+    return view

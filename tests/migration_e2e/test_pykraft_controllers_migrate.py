@@ -22,7 +22,6 @@ to pykraft brokers on their log dirs in one run, to Kafka 3.9 KRaft brokers in t
 from __future__ import annotations
 
 import itertools
-import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -46,12 +45,16 @@ from reference_procedure import (
     Timeline,
     across_runs,
     alice_sees_t_rf3,
+    captured_znodes,
+    comparable,
     described,
     migration_framing,
     phase_a,
     phase_b1,
     phase_b3,
+    phase_b4,
     start_last_broker_in_migration,
+    znodes,
 )
 from zk_cluster import (
     BROKER_IDS,
@@ -64,17 +67,9 @@ from zk_cluster import (
     zk_cluster,
 )
 
-from pykraft.migration.zk_ops import ZkClient
-
 pytestmark = pytest.mark.timeout(1800)
 
 _COMPLETION = re.compile(r"(\d+) records were generated in \d+ ms across (\d+) batches")
-#: znodes whose content is the run's own (ports, epochs, ids, sequence owners) or not the
-#: migration's (ZooKeeper's, the brokers' notifications, the producer id block's owner)
-_RUN_MADE = re.compile(r"^/(zookeeper|brokers/ids/|brokers/seqid|controller|cluster/id|"
-                       r"migration|latest_producer_id_block|isr_change_notification/|"
-                       r"log_dir_event_notification/)")
-_SCRAM_ITERATIONS = re.compile(r"iterations=\d+")
 
 
 @dataclass
@@ -177,14 +172,7 @@ def test_failover_while_dual_writing(migrated: Migrated) -> None:
     restarts and the brokers keep serving."""
     cluster = migrated.cluster
     with migrated.timeline.phase("B4"):
-        scans = {c: cluster.controller(c).scan("to DUAL_WRITE state") for c in CONTROLLER_IDS
-                 if c != migrated.active}
-        cluster.controller(migrated.active).kill()
-        successor = wait_for("another controller to dual-write", lambda: next(
-            (c for c, scan in scans.items() if scan.found() is not None), None), 120.0)
-        cluster.start_controller(migrated.active, migration=True)
-        cluster.wait_controller(migrated.active)
-        cluster.wait_no_under_replicated()
+        successor = phase_b4(cluster, migrated.active)
     output = cluster.controller(successor).output()
     assert "Claimed ZK controller leadership" in output
     synced = re.findall(r"ZK writes when reconciling with KRaft state: (\{.*?\})", output)
@@ -271,55 +259,3 @@ def migration_states(cluster: ZkCluster) -> list[int]:
     return [r.data["zkMigrationState"] for r in log if r.type == "ZK_MIGRATION_STATE_RECORD"]
 
 
-def captured_znodes(phase: str) -> dict[str, object]:
-    """The reference run's ZooKeeper after ``phase`` (``captured/znodes-<phase>.json``), as
-    :func:`comparable` shows a tree."""
-    captured = json.loads((CAPTURED / f"znodes-{phase}.json").read_text())
-    return comparable({path: None if node["raw"] is None else node["raw"].encode()
-                       for path, node in captured.items()})
-
-
-def znodes(zk: ZkClient, path: str = "/") -> dict[str, bytes | None]:
-    """Every znode under ``path`` and its data."""
-    found: dict[str, bytes | None] = {}
-    pending = [path]
-    while pending:
-        node = pending.pop()
-        read = zk.get(node)
-        if read is None:
-            continue
-        found[node] = read.raw
-        pending += [f"{node.rstrip('/')}/{child}" for child in zk.children(node) or []]
-    return found
-
-
-def comparable(tree: dict[str, bytes | None]) -> dict[str, object]:
-    """A tree as another run of the procedure writes it too: run-made znodes left out, a
-    topic's assignment as its partitions' replica counts (a placement starts at a random
-    broker), partition states by path only (leaders and epochs move at the roll's pace),
-    SCRAM credentials by mechanism and iterations (salts are random)."""
-    view: dict[str, object] = {}
-    for path, data in tree.items():
-        if _RUN_MADE.match(path):
-            continue
-        text = data.decode() if data else None  # as zkdump.py: an empty znode's data None
-        if path.startswith("/brokers/topics/") and path.count("/") == 3 and text:
-            topic = json.loads(text)
-            topic.pop("topic_id")
-            topic["partitions"] = {p: len(r) for p, r in topic["partitions"].items()}
-            view[path] = topic
-        elif path.endswith("/state") and path.startswith("/brokers/topics/"):
-            view[path] = "<state>"
-        elif path.startswith("/config/users/") and text:
-            config = json.loads(text)
-            config["config"] = {key: (_SCRAM_ITERATIONS.findall(value) if "SCRAM" in key
-                                      else value) for key, value in config["config"].items()}
-            view[path] = config
-        elif path.startswith("/kafka-acl") and text and text.startswith("{"):
-            acls = json.loads(text)
-            if "acls" in acls:
-                acls["acls"] = sorted(acls["acls"], key=json.dumps)
-            view[path] = acls
-        else:
-            view[path] = text
-    return view

@@ -83,7 +83,7 @@ def test_the_chroot_is_created_and_paths_are_under_it(cluster: ZkCluster) -> Non
 def test_a_stopped_zookeeper_is_unavailable_then_back(cluster: ZkCluster) -> None:
     with session(cluster, timeout_ms=3000) as zk:
         zk.multi([CreateOp("/kept", b"v")])
-        cluster.processes["zk"].stop()
+        cluster.stop_zookeeper()
         with pytest.raises(ZkUnavailableError):
             zk.get("/kept")
         cluster.start_zookeeper()

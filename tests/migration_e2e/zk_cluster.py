@@ -24,8 +24,10 @@ import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
@@ -420,6 +422,22 @@ class ZkCluster:
                 return None
         wait_for("ZooKeeper to accept a session", session_opens, START_TIMEOUT_S)
 
+    def stop_zookeeper(self) -> None:
+        """ZooKeeper stopped (SIGTERM); :meth:`start_zookeeper` restarts it on its data."""
+        self.processes["zk"].stop()
+
+    def four_letter(self, word: str) -> str:
+        """ZooKeeper's answer to a four-letter command (``cons``, ``dump``: all allowed)."""
+        with socket.create_connection((HOST, self.zk_port), timeout=10.0) as conn:
+            conn.sendall(word.encode())
+            return b"".join(iter(lambda: conn.recv(65536), b"")).decode(errors="replace")
+
+    def zk_sessions(self, local_ports: set[int]) -> set[str]:
+        """The ids (``0x...``) of the sessions ZooKeeper serves on connections from
+        ``local_ports`` (its ``cons``)."""
+        found = re.findall(r"/127\.0\.0\.1:(\d+)\[.*?sid=(0x[0-9a-f]+)", self.four_letter("cons"))
+        return {sid for port, sid in found if int(port) in local_ports}
+
     @contextmanager
     def zk_session(self, connection_timeout_ms: int = 15000) -> Iterator[ZkSession]:
         """A kazoo session on the cluster's ZooKeeper (pykraft's ``ZkSession``)."""
@@ -708,6 +726,94 @@ class ZkCluster:
             raise ZkClusterError(f"controller {controller} has no metadata log segment")
         return self.tool(DUMP_LOG, "--cluster-metadata-decoder", "--files",
                          ",".join(map(str, segments))).stdout
+
+
+class ZkLink:
+    """A TCP relay the controllers reach ZooKeeper through, which a test cuts: :meth:`cut`
+    closes every relayed connection and refuses new ones until :meth:`mend`, so ZooKeeper,
+    running on, expires the sessions behind it — a real expiry on the real server, as a
+    network partition makes one. Threads of the test process, closed by :meth:`close`."""
+
+    def __init__(self, upstream_port: int) -> None:
+        self.upstream_port = upstream_port
+        (self.port,) = free_ports(1)
+        self._listener = socket.create_server((HOST, self.port))
+        self._listener.settimeout(0.2)
+        self._lock = threading.Lock()
+        self._links: list[tuple[socket.socket, socket.socket]] = []
+        self._cut = False
+        self._closed = False
+        self._threads = [threading.Thread(target=self._accept, daemon=True)]
+        self._threads[0].start()
+
+    @property
+    def address(self) -> str:
+        return f"{HOST}:{self.port}"
+
+    def local_ports(self) -> set[int]:
+        """The ports the relayed connections reach ZooKeeper from."""
+        with self._lock:
+            return {upstream.getsockname()[1] for _, upstream in self._links}
+
+    def cut(self) -> None:
+        with self._lock:
+            self._cut = True
+            links, self._links = self._links, []
+        for pair in links:
+            _close(*pair)
+
+    def mend(self) -> None:
+        with self._lock:
+            self._cut = False
+
+    def close(self) -> None:
+        self._closed = True
+        self.cut()
+        for thread in self._threads:
+            thread.join(STOP_TIMEOUT_S)
+        self._listener.close()
+
+    def _accept(self) -> None:
+        while not self._closed:
+            try:
+                client, _ = self._listener.accept()
+            except TimeoutError:
+                continue
+            try:
+                upstream = socket.create_connection((HOST, self.upstream_port), timeout=5.0)
+            except OSError:  # ZooKeeper is down: the client sees the connection drop
+                client.close()
+                continue
+            client.settimeout(None)
+            upstream.settimeout(None)
+            with self._lock:
+                if self._cut:
+                    _close(client, upstream)
+                    continue
+                self._links.append((client, upstream))
+            for source, target in ((client, upstream), (upstream, client)):
+                thread = threading.Thread(target=self._pump, args=(source, target), daemon=True)
+                self._threads.append(thread)
+                thread.start()
+
+    def _pump(self, source: socket.socket, target: socket.socket) -> None:
+        """Bytes from ``source`` to ``target`` until either closes; then both are closed
+        and the link forgotten."""
+        try:
+            while data := source.recv(65536):
+                target.sendall(data)
+        except OSError:
+            pass
+        with self._lock:
+            self._links = [link for link in self._links if source not in link]
+        _close(source, target)
+
+
+def _close(*sockets: socket.socket) -> None:
+    for sock in sockets:
+        with suppress(OSError):
+            sock.shutdown(socket.SHUT_RDWR)
+        sock.close()
 
 
 def _pykraft(*args: str) -> list[str]:

@@ -5,6 +5,8 @@ and errors, on a fake kazoo. The session against a real ZooKeeper:
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 from kazoo.exceptions import (
     BadVersionError,
@@ -17,7 +19,8 @@ from kazoo.exceptions import (
     SessionExpiredError,
 )
 from kazoo.handlers.threading import KazooTimeoutError
-from kazoo.protocol.states import ZnodeStat
+from kazoo.protocol.states import KazooState, ZnodeStat
+from kazoo.retry import KazooRetry
 
 from pykraft.config.server import ServerConfig
 from pykraft.errors import ConfigError, PyKraftError
@@ -32,7 +35,7 @@ from pykraft.migration.zk_ops import (
 )
 from pykraft.migration.zk_tree import ZkRead
 from pykraft.runtime.settings import ZkClientSettings, split_chroot
-from pykraft.runtime.zk_session import ZkRequestError, ZkSession
+from pykraft.runtime.zk_session import RECONNECT_MAX_DELAY_S, ZkRequestError, ZkSession
 
 
 def _settings(properties: dict[str, str]) -> ZkClientSettings:
@@ -98,10 +101,15 @@ class FakeKazoo:
 
     answers: dict[str, object] = {}
     started: list[str] = []
+    connected = True
 
-    def __init__(self, hosts: str, timeout: float) -> None:
+    def __init__(self, hosts: str, timeout: float, connection_retry: KazooRetry) -> None:
         self.hosts, self.timeout = hosts, timeout
+        self.connection_retry = connection_retry
         self.ops: list[str] = []
+
+    def add_listener(self, listener: Callable[[str], bool]) -> None:
+        self.listener = listener
 
     def start(self, timeout: float) -> None:
         if "start" in self.answers:
@@ -167,12 +175,52 @@ def test_a_lost_zookeeper_is_unavailable(error: Exception) -> None:
         session.multi([CheckOp("/p", 0)])
 
 
+def test_nothing_is_sent_while_disconnected() -> None:
+    """kazoo queues a request made while it reconnects and sends it once connected, after
+    the caller gave up on it; the session refuses it at once instead."""
+    session = fake_session(multi=[True])
+    client = session._client
+    assert isinstance(client, FakeKazoo)
+    client.connected = False
+    with pytest.raises(ZkUnavailableError, match="not connected"):
+        session.multi([CheckOp("/p", 0)])
+    assert client.ops == []
+
+
 def test_other_refusals_are_request_errors() -> None:
     session = fake_session(get=NoNodeError(), children=NoAuthError())
     assert session.get("/p") is None
     with pytest.raises(ZkRequestError, match="NOAUTH") as refused:
         session.children("/p")
     assert refused.value.error is ZkError.NO_AUTH
+
+
+def test_reconnect_attempts_stay_at_most_a_second_apart() -> None:
+    """ZooKeeper's Java client pauses below a second between attempts; kazoo's default
+    backoff reaches an hour, past the session timeout of a server back from an outage."""
+    session = fake_session()
+    client = session._client
+    assert isinstance(client, FakeKazoo)
+    retry = client.connection_retry
+    assert (retry.max_tries, retry.max_delay) == (-1, RECONNECT_MAX_DELAY_S) and \
+        RECONNECT_MAX_DELAY_S <= 1.0
+
+
+def test_each_connection_calls_on_connected() -> None:
+    """A reconnection (a new session after an expiry too) tells the caller at once, so what
+    waited for ZooKeeper is retried then."""
+    FakeKazoo.answers = {}
+    FakeKazoo.started = []
+    connected: list[str] = []
+    session = ZkSession(ZkClientSettings("h:1"), client_factory=FakeKazoo,
+                        on_connected=lambda: connected.append("up"))
+    session.start()
+    client = session._client
+    assert isinstance(client, FakeKazoo)
+    for state in (KazooState.SUSPENDED, KazooState.CONNECTED, KazooState.LOST,
+                  KazooState.CONNECTED):
+        assert client.listener(state) is False
+    assert connected == ["up", "up"]
 
 
 def test_start_and_close() -> None:

@@ -20,7 +20,9 @@ from __future__ import annotations
 import enum
 import logging
 import random
+from collections import deque
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from pykraft.errors import PyKraftError
@@ -41,7 +43,7 @@ from pykraft.migration.load import (
 )
 from pykraft.migration.zk_ops import ANY_VERSION, ZkUnavailableError
 from pykraft.migration.zk_tree import ZkTree
-from pykraft.migration.zk_write import counts_text
+from pykraft.migration.zk_write import ZkWrite, counts_text, write_counts
 from pykraft.migration.zk_writer import touches_zookeeper
 from pykraft.migration.znodes import ZNodeDecodeError
 from pykraft.records.metadata import MetadataRecord
@@ -107,14 +109,17 @@ class MigrationZk(Protocol):
     def read_tree(self) -> ZkTree:
         """Everything the load and the sync read (§6)."""
 
-    def sync(self, image: MetadataImage, state: ZkMigrationLeadershipState,
-             counts: WriteCounts) -> ZkMigrationLeadershipState:
-        """Reconcile ZooKeeper with ``image`` (Kafka's ``handleSnapshot``), fenced."""
+    def sync_writes(self, image: MetadataImage,
+                    state: ZkMigrationLeadershipState) -> list[ZkWrite]:
+        """What reconciles ZooKeeper with ``image`` (Kafka's ``handleSnapshot``): reads it."""
 
-    def dual_write(self, previous: MetadataImage, image: MetadataImage, delta: MetadataDelta,
-                   state: ZkMigrationLeadershipState,
-                   counts: WriteCounts) -> ZkMigrationLeadershipState:
-        """Write ``delta``'s changes (Kafka's ``handleDelta``), fenced."""
+    def delta_writes(self, previous: MetadataImage, image: MetadataImage,
+                     delta: MetadataDelta, state: ZkMigrationLeadershipState) -> list[ZkWrite]:
+        """What writes ``delta``'s changes (Kafka's ``handleDelta``); reads nothing."""
+
+    def apply(self, write: ZkWrite,
+              state: ZkMigrationLeadershipState) -> ZkMigrationLeadershipState:
+        """Make one write, fenced by ``state``; the state with ``/migration``'s new zkVersion."""
 
 
 class MigrationRecords(Protocol):
@@ -168,6 +173,27 @@ Clock = Callable[[], int]
 (never for decisions)."""
 
 
+MAX_UNWRITTEN_CHANGES = 1000
+"""Committed changes kept while ZooKeeper is unreachable; past them the queue becomes one
+full sync of the latest image (bounded memory for a long outage)."""
+
+
+@dataclass
+class _Unwritten:
+    """A committed change not yet all in ZooKeeper: what is left of its writes (None: a
+    snapshot's, read from ZooKeeper when first tried), then ``/migration`` at its offset,
+    then its RPCs."""
+
+    previous: MetadataImage
+    image: MetadataImage
+    snapshot: bool
+    rpcs: bool
+    timed: bool
+    """A delta touching what ZooKeeper holds: its write time is recorded."""
+    writes: deque[ZkWrite] | None = None
+    counts: WriteCounts = field(default_factory=dict)
+
+
 def _offset_and_epoch(image: MetadataImage) -> tuple[int, int]:
     return image.provenance.last_offset, image.provenance.last_epoch
 
@@ -203,9 +229,8 @@ class MigrationDriver:
         self._first_publish = False
         self._reread_migration = False
         """Active in a new epoch: ``/migration`` is read again before anything else."""
-        self._resync = False
-        """A dual write failed: the next poll reconciles everything (Kafka skips the delta
-        and leaves ZooKeeper behind until the next leader change or snapshot)."""
+        self._unwritten: deque[_Unwritten] = deque()
+        """Committed changes whose writes a ZooKeeper failure cut, and those after them."""
         self.leader: tuple[int | None, int] = (None, -1)
         self.wakeup = False
         """Set by a transition (and by broker changes before dual write): the runtime polls
@@ -225,6 +250,7 @@ class MigrationDriver:
 
     def _follow_leader(self) -> None:
         leader_id, epoch = self.leader
+        self._unwritten.clear()  # a new claim syncs everything
         if leader_id != self.node_id:
             self.leadership = self.leadership.with_new_kraft_controller(
                 -1 if leader_id is None else leader_id, epoch).with_unknown_zk_controller()
@@ -257,43 +283,61 @@ class MigrationDriver:
             return
         if _offset_and_epoch(image) < self.leadership.offset_and_epoch:
             return
-        if self._resync:
-            return  # the next poll's sync writes this image whole
-        self._try(lambda: self._write_change(previous, image, delta, is_snapshot=is_snapshot))
+        change = _Unwritten(previous, image, is_snapshot,
+                            delta.topics_delta is not None or delta.cluster_delta is not None,
+                            touches_zookeeper(delta))
+        if not is_snapshot:
+            change.writes = deque(self._zk.delta_writes(previous, image, delta,
+                                                        self.leadership))
+            change.counts = write_counts(change.writes)
+        self._unwritten.append(change)
+        if len(self._unwritten) > MAX_UNWRITTEN_CHANGES:
+            log.warning("%d committed changes wait for ZooKeeper: they will be written by a "
+                        "full sync", len(self._unwritten))
+            self._unwritten = deque([_Unwritten(image, image, snapshot=True, rpcs=True,
+                                                timed=False)])
+        self._try(self._write_unwritten)
 
-    def _write_change(self, previous: MetadataImage, image: MetadataImage,
-                      delta: MetadataDelta, *, is_snapshot: bool) -> None:
-        """One committed change to ZooKeeper, ``/migration`` after it, then the RPCs."""
-        self._resync = True  # until it is written
-        counts: WriteCounts = {}
-        start_ms = self._clock()
-        if is_snapshot:
-            self.leadership = self._zk.sync(image, self.leadership, counts)
-            self._metrics.zk_write_snapshot_time(self._clock() - start_ms)
-        else:
-            self.leadership = self._zk.dual_write(previous, image, delta, self.leadership, counts)
-            if touches_zookeeper(delta):
+    def _write_unwritten(self) -> None:
+        """The waiting changes to ZooKeeper in order, each write once: for each, what is
+        left of its writes, ``/migration`` at its offset, then its RPCs."""
+        while self._unwritten:
+            change = self._unwritten[0]
+            start_ms = self._clock()
+            if change.writes is None:
+                change.writes = deque(self._zk.sync_writes(change.image, self.leadership))
+                change.counts = write_counts(change.writes)
+            self._apply(change.writes)  # a write cut among its requests runs whole again
+            if change.snapshot:
+                self._metrics.zk_write_snapshot_time(self._clock() - start_ms)
+            elif change.timed:
                 self._metrics.zk_write_delta_time(self._clock() - start_ms)
-        if counts:
-            kind = "snapshot" if is_snapshot else "delta"
-            log.debug("Made the following ZK writes when handling KRaft %s: %s", kind,
-                      counts_text(dict(sorted(counts.items()))))
-        offset, epoch = _offset_and_epoch(image)
-        self._metrics.dual_write_offset(offset)
-        self.leadership = self._zk.set_migration_state(
-            self.leadership.with_kraft_metadata_offset_and_epoch(offset, epoch))
-        self._resync = False
-        if is_snapshot:
-            self._propagator.send_full(image, self.leadership.zk_controller_epoch)
-        elif delta.topics_delta is not None or delta.cluster_delta is not None:
-            self._propagator.send_delta(previous, image, self.leadership.zk_controller_epoch)
+            if change.counts:
+                kind = "snapshot" if change.snapshot else "delta"
+                log.debug("Made the following ZK writes when handling KRaft %s: %s", kind,
+                          counts_text(change.counts))
+            offset, epoch = _offset_and_epoch(change.image)
+            self._metrics.dual_write_offset(offset)
+            self.leadership = self._zk.set_migration_state(
+                self.leadership.with_kraft_metadata_offset_and_epoch(offset, epoch))
+            self._unwritten.popleft()
+            if change.snapshot:
+                self._propagator.send_full(change.image, self.leadership.zk_controller_epoch)
+            elif change.rpcs:
+                self._propagator.send_delta(change.previous, change.image,
+                                            self.leadership.zk_controller_epoch)
+
+    def _apply(self, writes: deque[ZkWrite]) -> None:
+        """Each write in turn, dropped once made, the claim's state following each."""
+        while writes:
+            self.leadership = self._zk.apply(writes[0], self.leadership)
+            writes.popleft()
 
     def _dual_write(self) -> None:
-        """Nothing to poll in dual write, unless a write failed: then the whole image is
-        reconciled and the brokers get full RPCs."""
-        if self._resync and self._leads():
-            self._write_change(self.image, self.image, MetadataDelta(self.image),
-                               is_snapshot=True)
+        """Nothing to poll in dual write, unless ZooKeeper failed a write: then what is
+        left of it and the changes after it."""
+        if self._unwritten and self._leads():
+            self._write_unwritten()
 
     def poll(self) -> None:
         """Kafka's PollEvent: run the current state's step."""
@@ -452,13 +496,14 @@ class MigrationDriver:
                      _offset_and_epoch(self.image))
             return
         log.info("Performing a full metadata sync from KRaft to ZK.")
-        counts: WriteCounts = {}
         start_ms = self._clock()
-        self.leadership = self._zk.sync(self.image, self.leadership, counts)
+        writes = deque(self._zk.sync_writes(self.image, self.leadership))
+        counts = write_counts(writes)
+        self._apply(writes)  # cut short, the next poll reconciles what is left
         self._metrics.zk_write_snapshot_time(self._clock() - start_ms)
         if counts:
             log.info("Made the following ZK writes when reconciling with KRaft state: %s",
-                     counts_text(dict(sorted(counts.items()))))
+                     counts_text(counts))
         else:
             log.info("Did not make any ZK writes when reconciling with KRaft state.")
         self._transition(MigrationDriverState.KRAFT_CONTROLLER_TO_BROKER_COMM)

@@ -24,7 +24,7 @@ from pykraft.migration.zk_config_writes import Passwords
 from pykraft.migration.zk_ops import ZkClient
 from pykraft.migration.zk_reads import read_tree
 from pykraft.migration.zk_tree import ZkTree
-from pykraft.migration.zk_write import ZkWrite, apply_writes, write_counts
+from pykraft.migration.zk_write import ZkWrite, apply_write
 
 BROKER_IDS_PATH = "/brokers/ids"
 
@@ -59,20 +59,16 @@ class ZkMigrationClient:
     def read_tree(self) -> ZkTree:
         return read_tree(self._client)
 
-    def sync(self, image: MetadataImage, state: ZkMigrationLeadershipState,
-             counts: dict[str, int]) -> ZkMigrationLeadershipState:
-        writes = zk_writer.sync(image, self.read_tree(), state.kraft_controller_epoch,
-                                self._passwords)
-        return self._apply(writes, state, counts)
+    def sync_writes(self, image: MetadataImage,
+                    state: ZkMigrationLeadershipState) -> list[ZkWrite]:
+        return zk_writer.sync(image, self.read_tree(), state.kraft_controller_epoch,
+                              self._passwords)
 
-    def dual_write(self, previous: MetadataImage, image: MetadataImage, delta: MetadataDelta,
-                   state: ZkMigrationLeadershipState,
-                   counts: dict[str, int]) -> ZkMigrationLeadershipState:
-        writes = zk_writer.dual_write(previous, image, delta, state.kraft_controller_epoch,
-                                      self._passwords)
-        return self._apply(writes, state, counts)
+    def delta_writes(self, previous: MetadataImage, image: MetadataImage,
+                     delta: MetadataDelta, state: ZkMigrationLeadershipState) -> list[ZkWrite]:
+        return zk_writer.dual_write(previous, image, delta, state.kraft_controller_epoch,
+                                    self._passwords)
 
-    def _apply(self, writes: list[ZkWrite], state: ZkMigrationLeadershipState,
-               counts: dict[str, int]) -> ZkMigrationLeadershipState:
-        counts.update(write_counts(writes))
-        return apply_writes(self._client, state, writes)
+    def apply(self, write: ZkWrite,
+              state: ZkMigrationLeadershipState) -> ZkMigrationLeadershipState:
+        return apply_write(self._client, state, write)

@@ -107,6 +107,15 @@ class MigrationService:
                   is_snapshot: bool) -> None:
         self._enqueue(lambda: self.driver.on_metadata(delta, image, is_snapshot=is_snapshot))
 
+    def wake(self) -> None:
+        """Poll at once, the backoff reset: ZooKeeper is back, so what waited for it is
+        written now (Kafka's driver, blocked until ZooKeeper answers, goes on then), not at
+        the next poll of a backoff that grew to a minute in dual write. Any thread."""
+        with self._cond:
+            self._backoff.reset()
+            self._poll_at = 0.0
+            self._cond.notify()
+
     # -- the worker ---------------------------------------------------------------------
 
     def _enqueue(self, event: Event) -> None:
@@ -152,9 +161,7 @@ class MigrationService:
                               "next poll")
             if self.driver.wakeup:
                 self.driver.wakeup = False
-                with self._cond:
-                    self._backoff.reset()
-                    self._poll_at = 0.0
+                self.wake()
 
 
 
@@ -267,7 +274,7 @@ class MigrationRuntime:
         loop = asyncio.get_running_loop()
         config = settings.controller
         passwords = passwords_of(config.properties)
-        self.session = ZkSession(zookeeper)
+        self.session = ZkSession(zookeeper, on_connected=self._zookeeper_connected)
         self.channel = LegacyChannel(settings.node_id, config.inter_broker_listener_name)
         self.metrics = ZkWriteMetrics()
         driver = MigrationDriver(
@@ -286,6 +293,9 @@ class MigrationRuntime:
         self.service = MigrationService(driver, connect=self.session.start)
         controller.publishers.append(self.service)
         self.service.start()
+
+    def _zookeeper_connected(self) -> None:
+        self.service.wake()
 
     async def close(self) -> None:
         """Stop the driver (the event in progress finishes or gives up with its ZooKeeper

@@ -10,6 +10,9 @@ with kazoo, which runs its own threads: every call here blocks until ZooKeeper a
 the connection timeout passes), so the runtime calls them off its event loop (in an
 executor). A lost connection or an expired session raises :class:`ZkUnavailableError`; kazoo
 reconnects (with a new session after an expiry) on its own, and the caller retries later.
+Its attempts are at most :data:`RECONNECT_MAX_DELAY_S` apart, as ZooKeeper's Java client
+(a random pause below a second between attempts): kazoo's default backoff grows to an hour,
+and a session whose server came back after a long outage would expire waiting for it.
 """
 
 from __future__ import annotations
@@ -33,7 +36,8 @@ from kazoo.exceptions import (
     SessionExpiredError,
 )
 from kazoo.handlers.threading import KazooTimeoutError
-from kazoo.protocol.states import ZnodeStat
+from kazoo.protocol.states import KazooState, ZnodeStat
+from kazoo.retry import KazooRetry
 
 from pykraft.errors import PyKraftError
 from pykraft.migration.zk_ops import (
@@ -52,6 +56,8 @@ from pykraft.runtime.settings import ZkClientSettings
 __all__ = ["ZkRequestError", "ZkSession"]
 
 T = TypeVar("T")
+
+RECONNECT_MAX_DELAY_S = 1.0
 
 #: kazoo's exception classes as ZooKeeper's result codes (a failed multi's results are these
 #: exceptions' instances; ops before the failing one come back RolledBackError, ops after it
@@ -87,9 +93,13 @@ class ZkSession:
     at the end. Thread-safe: kazoo serialises requests on its connection thread."""
 
     def __init__(self, settings: ZkClientSettings,
-                 client_factory: Callable[..., KazooClient] = KazooClient) -> None:
+                 client_factory: Callable[..., KazooClient] = KazooClient,
+                 on_connected: Callable[[], None] = lambda: None) -> None:
         self.settings = settings
         self._factory = client_factory
+        self._on_connected = on_connected
+        """Called on kazoo's thread each time the session is (re)connected, a new session
+        after an expiry included: the caller retries then what waited for ZooKeeper."""
         self._timeout_s = settings.connection_timeout_ms / 1000
         self._in_flight = threading.BoundedSemaphore(settings.max_in_flight_requests)
         self._client: KazooClient | None = None
@@ -109,9 +119,17 @@ class ZkSession:
             finally:
                 _stop(root)
         self._client = self._connected(self.settings.connect)
+        self._client.add_listener(self._state_changed)
+
+    def _state_changed(self, state: str) -> bool:
+        if state == KazooState.CONNECTED:
+            self._on_connected()
+        return False  # kazoo keeps a listener that returns False
 
     def _connected(self, hosts: str) -> KazooClient:
-        client = self._factory(hosts=hosts, timeout=self.settings.session_timeout_ms / 1000)
+        client = self._factory(hosts=hosts, timeout=self.settings.session_timeout_ms / 1000,
+                               connection_retry=KazooRetry(max_tries=-1,
+                                                           max_delay=RECONNECT_MAX_DELAY_S))
         try:
             client.start(timeout=self._timeout_s)
         except KazooTimeoutError:
@@ -171,6 +189,11 @@ class ZkSession:
         client = self._client
         if client is None:
             raise ZkUnavailableError("the ZooKeeper session is not started")
+        if not client.connected:
+            # kazoo would queue it and send it once reconnected, after the caller gave up on
+            # it: a fenced write made behind the driver's back moves /migration's zkVersion
+            # and fences every write after it (ZooKeeper's Java client fails it instead)
+            raise ZkUnavailableError("ZooKeeper is not connected")
         with self._in_flight:
             try:
                 return self._bounded(request(client))

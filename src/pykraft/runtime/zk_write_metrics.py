@@ -8,11 +8,12 @@ that exist only with ``zookeeper.metadata.migration.enable``, under
   cannot be written and returns to 0 once the driver caught up.
 - ``ZkWriteSnapshotTimeMs`` (a histogram, Kafka's Yammer histogram): one sample per full
   reconciliation — SYNC_KRAFT_TO_ZK's, a snapshot's in dual write, and pykraft's full sync
-  after a failed dual write. Kafka 3.9 records SYNC_KRAFT_TO_ZK's as start less end, a
-  negative number (KAFKA-20947); pykraft records the duration.
+  of the latest image when more than 1,000 changes waited for ZooKeeper. Kafka 3.9 records
+  SYNC_KRAFT_TO_ZK's as start less end, a negative number (KAFKA-20947); pykraft records the
+  duration.
 - ``ZkWriteDeltaTimeMs`` (a histogram): one sample per dual-written delta that touched what
   ZooKeeper holds (Kafka's ``handleDelta`` returning true, so that deltas of other records
-  do not skew it).
+  do not skew it); a delta ZooKeeper failed is timed by the attempt that wrote it.
 
 The driver (:class:`~pykraft.migration.driver.MigrationDriver`, on its own thread) records
 through its :class:`~pykraft.migration.driver.ZkWriteRecorder` port; a scrape reads on the

@@ -63,7 +63,10 @@ from zk_cluster import (
     CONTROLLER_IDS,
     TOPICS,
     BrokerMode,
+    JavaProcess,
     ZkCluster,
+    acknowledged_after,
+    acknowledged_values,
     zk_cluster,
 )
 
@@ -86,6 +89,19 @@ class Migrated:
     unavailable_s: float
     """From the last ZK broker's registration with the controllers to the load's completion
     (their log lines): the metadata unavailability window."""
+    producer: JavaProcess
+    """Kafka's VerifiableProducer (idempotent, acks=all) writing t-rf3 from the end of A
+    through D (values ``<THROUGH>.<i>``)."""
+
+
+#: the value prefix of the producer that writes through the whole migration
+THROUGH = 7
+
+
+def tagged(values: list[str]) -> list[str]:
+    """The values the phases' console producers wrote (``<phase>-<i>``), not the
+    producer's writing through."""
+    return [value for value in values if not value.startswith(f"{THROUGH}.")]
 
 
 @pytest.fixture(scope="module", params=["pykraft", "kafka"])
@@ -97,19 +113,28 @@ def migrated(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFa
                     request_logs=True, pykraft_controllers=True) as cluster:
         with timeline.phase("A"):
             phase_a(cluster)
-        cluster_id = cluster.cluster_id()
-        with timeline.phase("B1"):
-            phase_b1(cluster, cluster_id)
-        with timeline.phase("B2"):
-            last = start_last_broker_in_migration(cluster)
-            registered = cluster.broker(last).wait_line(f"Successfully registered broker {last}")
-            active, line = cluster.wait_controller_line(COMPLETED)
-            cluster.wait_broker(last)
-            cluster.controller(active).wait_line("to DUAL_WRITE state")
-            cluster.wait_no_under_replicated()
-        log = parse_dump(cluster.dump_metadata(active))
-        yield Migrated(cluster, request.param, active, line, log, timeline,
-                       (_logged_at(line) - _logged_at(registered)).total_seconds())
+        producer = cluster.start_verifiable_producer("t-rf3", 10**6, per_second=20,
+                                                     prefix=THROUGH)
+        try:
+            acknowledged_after(producer, 0)
+            cluster_id = cluster.cluster_id()
+            with timeline.phase("B1"):
+                phase_b1(cluster, cluster_id)
+            with timeline.phase("B2"):
+                last = start_last_broker_in_migration(cluster)
+                registered = cluster.broker(last).wait_line(
+                    f"Successfully registered broker {last}")
+                active, line = cluster.wait_controller_line(COMPLETED)
+                cluster.wait_broker(last)
+                cluster.controller(active).wait_line("to DUAL_WRITE state")
+                cluster.wait_no_under_replicated()
+            log = parse_dump(cluster.dump_metadata(active))
+            yield Migrated(cluster, request.param, active, line, log, timeline,
+                           (_logged_at(line) - _logged_at(registered)).total_seconds(),
+                           producer)
+        finally:
+            producer.terminate()
+            producer.await_stop()
 
 
 def test_the_driver_goes_through_kafkas_states(migrated: Migrated) -> None:
@@ -151,7 +176,7 @@ def test_the_zk_brokers_hear_from_the_pykraft_controller(migrated: Migrated) -> 
             assert f'"requestApiKeyName":"{api}"' in text, (broker, api)
         assert f'"controllerId":{migrated.active},"isKRaftController":true' in text, broker
     cluster.produce("t-rf3", 30, "B2")
-    assert len(cluster.consume("t-rf3", timeout_ms=20000)) == 60
+    assert len(tagged(cluster.consume("t-rf3", timeout_ms=20000))) == 60
 
 
 def test_dual_write(migrated: Migrated) -> None:
@@ -225,11 +250,20 @@ def test_finalisation(migrated: Migrated) -> None:
     cluster.admin(TOPICS, "--create", "--topic", "t-after", "--partitions", "1",
                   "--replication-factor", "3")
     cluster.produce("t-rf3", 30, "D")
+    producer = migrated.producer
+    acknowledged_after(producer, len(acknowledged_values(producer)))  # after D too
+    producer.terminate()
+    producer.await_stop()
     with cluster.zk_session() as zk:
         assert znodes(zk) == finalised  # no ZooKeeper write once finalised
     values = cluster.consume("t-rf3", timeout_ms=20000)
-    assert sorted(values) == sorted(f"{tag}-{i}" for tag in ("A", "B2", "B3", "C", "D")
-                                    for i in range(1, 31))
+    assert sorted(tagged(values)) == sorted(f"{tag}-{i}" for tag in ("A", "B2", "B3", "C", "D")
+                                            for i in range(1, 31))
+    # every value acknowledged to the producer writing through B1-D is there, and no value
+    # twice (those it sent without seeing their acknowledgement before it stopped may be
+    # there too, once)
+    streamed = acknowledged_values(producer)
+    assert len(values) == len(set(values)) and set(streamed) <= set(values)
     # the whole log's changes after the load (B3's, C's, POST_MIGRATION, D's) are those of
     # Kafka's controllers in the reference run, which made the same changes
     reference_log = parse_records((CAPTURED / "metadata-D-finalised.records").read_text())
@@ -242,7 +276,8 @@ def test_finalisation(migrated: Migrated) -> None:
     assert alice_sees_t_rf3(cluster, "alice-secret")
     assert not alice_sees_t_rf3(cluster, "not-alices")
     print(f"[pykraft migration, brokers rolled to {migrated.rolled_to}] phases: "
-          f"{timeline.seconds}", flush=True)
+          f"{timeline.seconds}; {len(streamed)} values acknowledged to the producer writing "
+          f"through B1-D, each once in t-rf3", flush=True)
 
 
 def _logged_at(line: str) -> datetime:

@@ -34,7 +34,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pytest
-from process_harness import wait_for
 from reference_procedure import (
     Timeline,
     alice_sees_t_rf3,
@@ -51,9 +50,8 @@ from zk_cluster import (
     BROKER_IDS,
     TOPICS,
     BrokerMode,
-    JavaProcess,
     ZkCluster,
-    ZkClusterError,
+    acknowledged_after,
     acknowledged_values,
     zk_cluster,
 )
@@ -113,17 +111,6 @@ def revert_controllers_provisioned(cluster: ZkCluster, produced: list[str]) -> N
     assert cluster.zk_get("/controller") == before
     assert cluster.controller_epoch() == epoch
     produce(cluster, produced, "P")
-
-
-def acknowledged_after(producer: JavaProcess, count: int) -> int:
-    """Once the running producer has more than ``count`` acknowledgements: how many."""
-    def more() -> int | None:
-        if not producer.running:
-            raise ZkClusterError(f"the verifiable producer exited:\n{producer.output()[-3000:]}")
-        acknowledged = len(acknowledged_values(producer))
-        return acknowledged if acknowledged > count else None
-    found: int = wait_for(f"more than {count} acknowledgements", more, 180.0)
-    return found
 
 
 @dataclass(frozen=True)

@@ -828,6 +828,17 @@ def acknowledged_values(producer: JavaProcess) -> list[str]:
     return [event["value"] for event in sent if event.get("name") == "producer_send_success"]
 
 
+def acknowledged_after(producer: JavaProcess, count: int) -> int:
+    """Once the running producer has more than ``count`` acknowledgements: how many."""
+    def more() -> int | None:
+        if not producer.running:
+            raise ZkClusterError(f"the verifiable producer exited:\n{producer.output()[-3000:]}")
+        acknowledged = len(acknowledged_values(producer))
+        return acknowledged if acknowledged > count else None
+    found: int = wait_for(f"more than {count} acknowledgements", more, 180.0)
+    return found
+
+
 @contextmanager
 def zk_cluster(base: Path, *, controller_properties: Mapping[str, str] | None = None,
                request_logs: bool = False, scram_listener: bool = False,

@@ -12,7 +12,7 @@ import socket
 import ssl
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +38,7 @@ from pykraft.replica.read_replica import replica_selector
 from pykraft.runtime.connection_quotas import ConnectionLimits
 from pykraft.runtime.sasl_client import SaslCredentials, node_credentials
 from pykraft.runtime.tls import ServerTls, client_context, server_tls
+from pykraft.runtime.zk_tls import zk_client_context
 from pykraft.security.sasl_listener import SaslListener, sasl_listener
 from pykraft.security.session import SecurityProtocol
 from pykraft.storage.bootstrap import (
@@ -97,7 +98,7 @@ class BrokerListenerSettings:
 @dataclass(frozen=True, slots=True)
 class ZkClientSettings:
     """A migrating controller's ZooKeeper session, from Kafka 3.9's ``zookeeper.*`` keys
-    (ZkConfigs): the ensemble with its chroot, and the session's bounds."""
+    (ZkConfigs): the ensemble with its chroot, the session's bounds, and its TLS."""
 
     connect: str
     """``host:port[,host:port...][/chroot]``, as ``zookeeper.connect``."""
@@ -106,6 +107,9 @@ class ZkClientSettings:
     """``zookeeper.connection.timeout.ms``, else the session timeout (Kafka's default)."""
     max_in_flight_requests: int = 10
     set_acl: bool = False
+    tls: ssl.SSLContext | None = field(default=None, compare=False)
+    """The session's TLS (``zookeeper.ssl.*``, :mod:`pykraft.runtime.zk_tls`); None for
+    plaintext."""
 
     @classmethod
     def of(cls, config: ServerConfig) -> ZkClientSettings:
@@ -122,7 +126,7 @@ class ZkClientSettings:
         return cls(connect=connect, session_timeout_ms=session,
                    connection_timeout_ms=session if connection is None else connection,
                    max_in_flight_requests=config.get("zookeeper.max.in.flight.requests"),
-                   set_acl=config.get("zookeeper.set.acl"))
+                   set_acl=config.get("zookeeper.set.acl"), tls=zk_client_context(config))
 
     @property
     def hosts(self) -> str:

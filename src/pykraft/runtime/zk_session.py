@@ -10,10 +10,20 @@ with kazoo, which runs its own threads: every call here blocks until ZooKeeper a
 the connection timeout passes), so the runtime calls them off its event loop (in an
 executor). A lost connection or an expired session raises :class:`ZkUnavailableError`; kazoo
 reconnects (with a new session after an expiry) on its own, and the caller retries later.
+
+Over TLS (``zookeeper.ssl.client.enable``) every connection kazoo opens is wrapped in the
+context :mod:`pykraft.runtime.zk_tls` made from Kafka's ``zookeeper.ssl.*`` keys (kazoo's own
+TLS options take only PEM files and no protocol bounds), with the ZooKeeper server's host as
+written in ``zookeeper.connect`` as the name its certificate must hold. kazoo retries a failed
+handshake as any failed connection, until the connection timeout: the session's error then
+names the handshake's failure (an unknown CA, a wrong host name), which Kafka's client only
+logs.
 """
 
 from __future__ import annotations
 
+import socket
+import ssl
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
@@ -32,7 +42,8 @@ from kazoo.exceptions import (
     RuntimeInconsistency,
     SessionExpiredError,
 )
-from kazoo.handlers.threading import KazooTimeoutError
+from kazoo.handlers.threading import KazooTimeoutError, SequentialThreadingHandler
+from kazoo.handlers.utils import create_tcp_connection
 from kazoo.protocol.states import ZnodeStat
 
 from pykraft.errors import PyKraftError
@@ -49,7 +60,7 @@ from pykraft.migration.zk_ops import (
 from pykraft.migration.zk_tree import ZkRead
 from pykraft.runtime.settings import ZkClientSettings
 
-__all__ = ["ZkRequestError", "ZkSession"]
+__all__ = ["TlsHandler", "ZkRequestError", "ZkSession"]
 
 T = TypeVar("T")
 
@@ -93,6 +104,7 @@ class ZkSession:
         self._timeout_s = settings.connection_timeout_ms / 1000
         self._in_flight = threading.BoundedSemaphore(settings.max_in_flight_requests)
         self._client: KazooClient | None = None
+        self._tls = None if settings.tls is None else TlsHandler(settings.tls)
 
     def start(self) -> None:
         """Connect (creating the chroot first if missing, as Kafka's controller does); a
@@ -111,13 +123,18 @@ class ZkSession:
         self._client = self._connected(self.settings.connect)
 
     def _connected(self, hosts: str) -> KazooClient:
-        client = self._factory(hosts=hosts, timeout=self.settings.session_timeout_ms / 1000)
+        timeout = self.settings.session_timeout_ms / 1000
+        client = (self._factory(hosts=hosts, timeout=timeout) if self._tls is None else
+                  self._factory(hosts=hosts, timeout=timeout, handler=self._tls, use_ssl=True))
         try:
             client.start(timeout=self._timeout_s)
         except KazooTimeoutError:
+            failure = None if self._tls is None else self._tls.failure
             raise ZkUnavailableError(
                 f"no ZooKeeper server of {hosts} answered within "
-                f"{self.settings.connection_timeout_ms} ms") from None
+                f"{self.settings.connection_timeout_ms} ms"
+                f"{f' (the last TLS handshake failed: {failure})' if failure else ''}"
+            ) from None
         return client
 
     def close(self) -> None:
@@ -180,6 +197,34 @@ class ZkSession:
 
     def _bounded(self, pending: Any) -> Any:
         return pending.get(timeout=self._timeout_s)
+
+
+class TlsHandler(SequentialThreadingHandler):  # type: ignore[misc]  # kazoo is untyped
+    """kazoo's threading handler, its connections wrapped in ``context``; the last
+    handshake's failure is kept for the session's error. Its ``create_connection`` takes
+    kazoo's arguments and leaves out kazoo's own TLS options (``use_ssl`` is passed only so
+    kazoo's log says TLS)."""
+
+    def __init__(self, context: ssl.SSLContext) -> None:
+        super().__init__()
+        self.context = context
+        self.failure: str | None = None
+
+    def create_connection(self, address: tuple[str, int], hostname: str | None = None,
+                          timeout: float | None = None, **_kazoo_tls: object
+                          ) -> ssl.SSLSocket:
+        sock = create_tcp_connection(socket, address, timeout=timeout)
+        try:
+            wrapped = self.context.wrap_socket(sock, server_hostname=hostname or address[0])
+        except (ssl.SSLError, ssl.CertificateError) as exc:
+            sock.close()
+            self.failure = str(getattr(exc, "verify_message", None) or exc)
+            raise
+        except OSError:
+            sock.close()
+            raise
+        self.failure = None
+        return wrapped
 
 
 def _stop(client: KazooClient) -> None:

@@ -196,6 +196,12 @@ class NodeSettings:
     """``queued.max.requests``: the bound of each side's request queue."""
     zookeeper: ZkClientSettings | None = None
     """Set on a controller with ``zookeeper.metadata.migration.enable`` (KIP-866)."""
+    legacy_tls: ssl.SSLContext | None = None
+    """A migrating controller's TLS towards the ZK brokers' inter-broker listener, when that
+    listener's protocol is SSL or SASL_SSL (the controller's ``ssl.*`` keys for it)."""
+    legacy_sasl: SaslCredentials | None = None
+    """A migrating controller's SASL towards that listener, when SASL_PLAINTEXT or SASL_SSL
+    (``sasl.mechanism.inter.broker.protocol`` and the listener's JAAS)."""
 
     def protocol_of(self, listener: str) -> SecurityProtocol:
         return (self.protocols or {}).get(listener, SecurityProtocol.PLAINTEXT)
@@ -260,6 +266,8 @@ def load_settings(config: ServerConfig) -> NodeSettings:
                                         "sasl.mechanism.controller.protocol")
                        if protocols[controller_name].uses_sasl else None)
     migrating = "controller" in roles and config.zk_migration_enabled
+    legacy_tls, legacy_sasl = (legacy_channel_security(config) if migrating
+                               else (None, None))
     metadata_dir = config.metadata_log_dir
     found = check_log_dirs(config.log_dirs, metadata_dir, node_id,
                            broker="broker" in roles)
@@ -322,7 +330,24 @@ def load_settings(config: ServerConfig) -> NodeSettings:
         connections=connection_limits(config, broker),
         queued_max_requests=config.get("queued.max.requests"),
         zookeeper=ZkClientSettings.of(config) if migrating else None,
+        legacy_tls=legacy_tls, legacy_sasl=legacy_sasl,
     )
+
+
+def legacy_channel_security(config: ServerConfig
+                             ) -> tuple[ssl.SSLContext | None, SaslCredentials | None]:
+    """``legacy_tls`` and ``legacy_sasl``: what Kafka's migrating controller connects to the
+    ZK brokers with, from the protocol of ``inter.broker.listener.name`` in its own
+    ``listener.security.protocol.map`` and its client settings for that listener."""
+    listener = _inter_broker_listener_name(config)
+    try:
+        protocol = SecurityProtocol[config.security_protocol(listener)]
+    except ConfigError:
+        raise ConfigError(f"Listener with name {listener} defined in inter.broker.listener.name "
+                          "not found in listener.security.protocol.map.") from None
+    return (client_context(config.raw, listener) if protocol.uses_tls else None,
+            node_credentials(config.raw, listener, "sasl.mechanism.inter.broker.protocol")
+            if protocol.uses_sasl else None)
 
 
 #: A controller knows the migration keys (a broker, as Kafka 4's, warns of them as unknown).

@@ -13,7 +13,8 @@ are ``docs/design/migration-reference/run.sh``'s: the serial collector, C1 only,
 heaps (and a log cleaner buffer to fit them), log4j 1 configs (INFO to the process's log;
 the request logger at DEBUG in its own file when asked), IBP 3.9, the AclAuthorizer with
 ``User:ANONYMOUS`` a super user, and when asked a second listener, SASL_PLAINTEXT with SCRAM
-(:meth:`ZkCluster.as_scram_user`); and when asked ZooKeeper's TLS port too
+(:meth:`ZkCluster.as_scram_user`), when asked also the brokers' and the migrating controllers'
+inter-broker listener with PLAIN for their own principals; and when asked ZooKeeper's TLS port too
 (:meth:`ZkCluster.zk_tls_properties`: a CA of the test's, ZooKeeper's PEM stores, the
 client's PKCS12 key store). Every process is stopped by its PID (SIGTERM, a bounded
 wait, then SIGKILL), brokers first. Kafka 3.9's tools run one JVM each (:meth:`ZkCluster.tool`).
@@ -61,6 +62,9 @@ CONTROLLER_LISTENER = "CONTROLLER"
 SCRAM_LISTENER = "SASL_PLAINTEXT"
 SCRAM_MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512")
 SCRAM_LOGIN_MODULE = "org.apache.kafka.common.security.scram.ScramLoginModule"
+PLAIN_LOGIN_MODULE = "org.apache.kafka.common.security.plain.PlainLoginModule"
+#: the principals of the SASL inter-broker listener (``inter_broker_sasl``), with PLAIN
+INTER_BROKER_USERS = {"broker": "broker-secret", "controller": "controller-secret"}
 
 #: what a pykraft broker logs once unfenced, for each listener it then opens
 #: (``broker/broker_server.py``)
@@ -255,13 +259,18 @@ class ZkCluster:
                  controllers: tuple[int, ...] = CONTROLLER_IDS,
                  controller_properties: Mapping[str, str] | None = None,
                  request_logs: bool = False, scram_listener: bool = False,
-                 pykraft_controllers: bool = False, zk_tls: bool = False) -> None:
+                 pykraft_controllers: bool = False, zk_tls: bool = False,
+                 inter_broker_sasl: bool = False) -> None:
         self.base = base
         self.kafka = kafka
         #: the controllers are pykraft's (``python -m pykraft``), not Kafka 3.9's
         self.pykraft_controllers = pykraft_controllers
         self.request_logs = request_logs
         self.extra_controller_properties = dict(controller_properties or {})
+        #: the ZK brokers' inter-broker listener (and so the migrating controllers' legacy
+        #: channel) is the SASL_PLAINTEXT one, with PLAIN
+        self.inter_broker_sasl = inter_broker_sasl
+        scram_listener = scram_listener or inter_broker_sasl
         ports = iter(free_ports(1 + zk_tls + len(brokers) * (1 + scram_listener)
                                 + len(controllers)))
         self.zk_port = next(ports)
@@ -352,6 +361,12 @@ class ZkCluster:
             scram = {"sasl.enabled.mechanisms": ",".join(SCRAM_MECHANISMS), **{
                 f"listener.name.{SCRAM_LISTENER.lower()}.{mechanism.lower()}.sasl.jaas.config":
                     f"{SCRAM_LOGIN_MODULE} required;" for mechanism in SCRAM_MECHANISMS}}
+        if self.inter_broker_sasl and mode is not BrokerMode.KRAFT:
+            users = " ".join(f'user_{user}="{password}"'
+                             for user, password in INTER_BROKER_USERS.items())
+            scram |= {
+                "sasl.enabled.mechanisms": ",".join(("PLAIN", *SCRAM_MECHANISMS)),
+                **_inter_broker_sasl("broker", users)}
         common = {
             "listeners": listeners, "advertised.listeners": listeners, **scram,
             "log.dirs": str(self.broker_data(broker)),
@@ -403,6 +418,9 @@ class ZkCluster:
             properties |= {"zookeeper.metadata.migration.enable": "true",
                            "zookeeper.connect": self.zk_connect,
                            "inter.broker.listener.name": "PLAINTEXT"}
+        if migration and self.inter_broker_sasl:
+            properties["listener.security.protocol.map"] += f",{SCRAM_LISTENER}:{SCRAM_LISTENER}"
+            properties |= _inter_broker_sasl("controller")
         return properties | self.extra_controller_properties
 
     # -- ZooKeeper -------------------------------------------------------------------------
@@ -689,6 +707,16 @@ def _pykraft(*args: str) -> list[str]:
 ZK_TLS_PASSWORD = "zk-tls-secret"
 
 
+def _inter_broker_sasl(user: str, more: str = "") -> dict[str, str]:
+    """A node's keys for the SASL_PLAINTEXT listener as its inter-broker one, authenticating
+    as ``user`` with PLAIN (``more``: a broker's ``user_<name>`` options, whom it accepts)."""
+    jaas = (f'{PLAIN_LOGIN_MODULE} required username="{user}" '
+            f'password="{INTER_BROKER_USERS[user]}" {more}'.rstrip() + ";")
+    return {"inter.broker.listener.name": SCRAM_LISTENER,
+            "sasl.mechanism.inter.broker.protocol": "PLAIN",
+            f"listener.name.{SCRAM_LISTENER.lower()}.plain.sasl.jaas.config": jaas}
+
+
 @dataclass(frozen=True)
 class ZkPki:
     """The ZooKeeper TLS test's certificates: a CA, ZooKeeper's server certificate and the
@@ -718,14 +746,19 @@ def acknowledged_values(producer: JavaProcess) -> list[str]:
 
 
 @contextmanager
-def zk_cluster(base: Path, *, controller_properties: Mapping[str, str] | None = None,
+def zk_cluster(base: Path, *, brokers: tuple[int, ...] = BROKER_IDS,
+               controllers: tuple[int, ...] = CONTROLLER_IDS,
+               controller_properties: Mapping[str, str] | None = None,
                request_logs: bool = False, scram_listener: bool = False,
-               pykraft_controllers: bool = False, zk_tls: bool = False) -> Iterator[ZkCluster]:
+               pykraft_controllers: bool = False, zk_tls: bool = False,
+               inter_broker_sasl: bool = False) -> Iterator[ZkCluster]:
     """A :class:`ZkCluster` (Kafka 3.9.1 required: :func:`required`) whose processes are all
     stopped by PID when the block ends, failed or not."""
-    cluster = ZkCluster(base, required(), controller_properties=controller_properties,
+    cluster = ZkCluster(base, required(), brokers=brokers, controllers=controllers,
+                        controller_properties=controller_properties,
                         request_logs=request_logs, scram_listener=scram_listener,
-                        pykraft_controllers=pykraft_controllers, zk_tls=zk_tls)
+                        pykraft_controllers=pykraft_controllers, zk_tls=zk_tls,
+                        inter_broker_sasl=inter_broker_sasl)
     try:
         yield cluster
     finally:

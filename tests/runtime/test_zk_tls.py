@@ -7,21 +7,25 @@ a Python TLS server. The session against a real ZooKeeper over TLS:
 
 from __future__ import annotations
 
+import re
 import socket
 import ssl
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import cast
 
 import pytest
+from kazoo.handlers.threading import KazooTimeoutError
 from tls_fixtures import NOW, pem_files, pki
 
 from pykraft.config.server import ServerConfig
 from pykraft.errors import ConfigError
+from pykraft.migration.zk_ops import ZkUnavailableError
 from pykraft.runtime.settings import ZkClientSettings
 from pykraft.runtime.tls import server_tls
-from pykraft.runtime.zk_session import TlsHandler
+from pykraft.runtime.zk_session import TlsHandler, ZkSession
 from pykraft.runtime.zk_tls import NETTY_SOCKET, zk_client_context
 from pykraft.security.certificates import Issued, issue
 from pykraft.tools.local_cluster import HOST, free_ports
@@ -180,3 +184,29 @@ def test_the_handler_verifies_the_host_name_unless_told_not_to(tmp_path: Path) -
         **stores(tmp_path), "zookeeper.ssl.endpoint.identification.algorithm": ""}))
     with tls_server(tmp_path, elsewhere) as port:
         connect(lenient, port)
+
+
+def test_the_session_gives_kazoo_the_handler_and_names_a_failed_handshake(
+        tmp_path: Path) -> None:
+    settings = ZkClientSettings.of(ServerConfig(stores(tmp_path)))
+    made: list[dict[str, object]] = []
+
+    class NoHandshake:
+        """A kazoo client whose every handshake failed until the connection timeout."""
+
+        def __init__(self, **kwargs: object) -> None:
+            made.append(kwargs)
+            handler = kwargs["handler"]
+            assert isinstance(handler, TlsHandler)
+            self.handler = handler
+
+        def start(self, timeout: float) -> None:
+            self.handler.failure = "certificate verify failed"
+            raise KazooTimeoutError("Connection time-out")
+
+    with pytest.raises(ZkUnavailableError, match=re.escape(
+            "no ZooKeeper server of 127.0.0.1:2182 answered within 18000 ms (the last TLS "
+            "handshake failed: certificate verify failed)")):
+        ZkSession(settings, client_factory=NoHandshake).start()
+    assert [(kwargs["use_ssl"], cast(TlsHandler, kwargs["handler"]).context)
+            for kwargs in made] == [(True, settings.tls)]

@@ -104,7 +104,6 @@ class ZkSession:
         self._timeout_s = settings.connection_timeout_ms / 1000
         self._in_flight = threading.BoundedSemaphore(settings.max_in_flight_requests)
         self._client: KazooClient | None = None
-        self._tls = None if settings.tls is None else TlsHandler(settings.tls)
 
     def start(self) -> None:
         """Connect (creating the chroot first if missing, as Kafka's controller does); a
@@ -124,12 +123,14 @@ class ZkSession:
 
     def _connected(self, hosts: str) -> KazooClient:
         timeout = self.settings.session_timeout_ms / 1000
-        client = (self._factory(hosts=hosts, timeout=timeout) if self._tls is None else
-                  self._factory(hosts=hosts, timeout=timeout, handler=self._tls, use_ssl=True))
+        # a handler per client: kazoo starts and stops its client's handler with the client
+        tls = None if self.settings.tls is None else TlsHandler(self.settings.tls)
+        client = (self._factory(hosts=hosts, timeout=timeout) if tls is None else
+                  self._factory(hosts=hosts, timeout=timeout, handler=tls, use_ssl=True))
         try:
             client.start(timeout=self._timeout_s)
         except KazooTimeoutError:
-            failure = None if self._tls is None else self._tls.failure
+            failure = None if tls is None else tls.failure
             raise ZkUnavailableError(
                 f"no ZooKeeper server of {hosts} answered within "
                 f"{self.settings.connection_timeout_ms} ms"

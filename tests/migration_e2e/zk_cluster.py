@@ -13,12 +13,16 @@ are ``docs/design/migration-reference/run.sh``'s: the serial collector, C1 only,
 heaps (and a log cleaner buffer to fit them), log4j 1 configs (INFO to the process's log;
 the request logger at DEBUG in its own file when asked), IBP 3.9, the AclAuthorizer with
 ``User:ANONYMOUS`` a super user, and when asked a second listener, SASL_PLAINTEXT with SCRAM
-(:meth:`ZkCluster.as_scram_user`). Every process is stopped by its PID (SIGTERM, a bounded
+(:meth:`ZkCluster.as_scram_user`), when asked also the brokers' and the migrating controllers'
+inter-broker listener with PLAIN for their own principals; and when asked ZooKeeper's TLS port too
+(:meth:`ZkCluster.zk_tls_properties`: a CA of the test's, ZooKeeper's PEM stores, the
+client's PKCS12 key store). Every process is stopped by its PID (SIGTERM, a bounded
 wait, then SIGKILL), brokers first. Kafka 3.9's tools run one JVM each (:meth:`ZkCluster.tool`).
 """
 
 from __future__ import annotations
 
+import datetime
 import json
 import os
 import re
@@ -45,6 +49,8 @@ from pykraft.migration.zk_reads import read_tree
 from pykraft.migration.znodes import ControllerEpochZNode, ControllerZNode
 from pykraft.runtime.settings import ZkClientSettings
 from pykraft.runtime.zk_session import ZkSession
+from pykraft.runtime.zk_tls import NETTY_SOCKET
+from pykraft.security.certificates import Issued, issue, new_ca
 from pykraft.tools.kafka_runtime import JVM_OPTIONS
 from pykraft.tools.local_cluster import HOST, free_ports
 
@@ -60,6 +66,9 @@ CONTROLLER_LISTENER = "CONTROLLER"
 SCRAM_LISTENER = "SASL_PLAINTEXT"
 SCRAM_MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512")
 SCRAM_LOGIN_MODULE = "org.apache.kafka.common.security.scram.ScramLoginModule"
+PLAIN_LOGIN_MODULE = "org.apache.kafka.common.security.plain.PlainLoginModule"
+#: the principals of the SASL inter-broker listener (``inter_broker_sasl``), with PLAIN
+INTER_BROKER_USERS = {"broker": "broker-secret", "controller": "controller-secret"}
 
 #: what a pykraft broker logs once unfenced, for each listener it then opens
 #: (``broker/broker_server.py``)
@@ -257,15 +266,23 @@ class ZkCluster:
                  controllers: tuple[int, ...] = CONTROLLER_IDS,
                  controller_properties: Mapping[str, str] | None = None,
                  request_logs: bool = False, scram_listener: bool = False,
-                 pykraft_controllers: bool = False) -> None:
+                 pykraft_controllers: bool = False, zk_tls: bool = False,
+                 inter_broker_sasl: bool = False) -> None:
         self.base = base
         self.kafka = kafka
         #: the controllers are pykraft's (``python -m pykraft``), not Kafka 3.9's
         self.pykraft_controllers = pykraft_controllers
         self.request_logs = request_logs
         self.extra_controller_properties = dict(controller_properties or {})
-        ports = iter(free_ports(1 + len(brokers) * (1 + scram_listener) + len(controllers)))
+        #: the ZK brokers' inter-broker listener (and so the migrating controllers' legacy
+        #: channel) is the SASL_PLAINTEXT one, with PLAIN
+        self.inter_broker_sasl = inter_broker_sasl
+        scram_listener = scram_listener or inter_broker_sasl
+        ports = iter(free_ports(1 + zk_tls + len(brokers) * (1 + scram_listener)
+                                + len(controllers)))
         self.zk_port = next(ports)
+        #: ZooKeeper's ``secureClientPort`` (TLS, client certificates required), when asked
+        self.zk_tls_port = next(ports) if zk_tls else None
         self.broker_ports = {broker: next(ports) for broker in brokers}
         #: a second listener per broker, SASL_PLAINTEXT with SCRAM-SHA-256/512, when asked
         self.scram_ports = {broker: next(ports) for broker in brokers} if scram_listener else {}
@@ -291,6 +308,10 @@ class ZkCluster:
     @property
     def zk_connect(self) -> str:
         return f"{HOST}:{self.zk_port}"
+
+    @property
+    def zk_tls_connect(self) -> str:
+        return f"{HOST}:{self.zk_tls_port}"
 
     @property
     def bootstrap_servers(self) -> str:
@@ -347,6 +368,12 @@ class ZkCluster:
             scram = {"sasl.enabled.mechanisms": ",".join(SCRAM_MECHANISMS), **{
                 f"listener.name.{SCRAM_LISTENER.lower()}.{mechanism.lower()}.sasl.jaas.config":
                     f"{SCRAM_LOGIN_MODULE} required;" for mechanism in SCRAM_MECHANISMS}}
+        if self.inter_broker_sasl and mode is not BrokerMode.KRAFT:
+            users = " ".join(f'user_{user}="{password}"'
+                             for user, password in INTER_BROKER_USERS.items())
+            scram |= {
+                "sasl.enabled.mechanisms": ",".join(("PLAIN", *SCRAM_MECHANISMS)),
+                **_inter_broker_sasl("broker", users)}
         common = {
             "listeners": listeners, "advertised.listeners": listeners, **scram,
             "log.dirs": str(self.broker_data(broker)),
@@ -398,16 +425,19 @@ class ZkCluster:
             properties |= {"zookeeper.metadata.migration.enable": "true",
                            "zookeeper.connect": self.zk_connect,
                            "inter.broker.listener.name": "PLAINTEXT"}
+        if migration and self.inter_broker_sasl:
+            properties["listener.security.protocol.map"] += f",{SCRAM_LISTENER}:{SCRAM_LISTENER}"
+            properties |= _inter_broker_sasl("controller")
         return properties | self.extra_controller_properties
 
     # -- ZooKeeper -------------------------------------------------------------------------
 
     def start_zookeeper(self) -> None:
-        """ZooKeeper standalone; returns once a session opens."""
+        """ZooKeeper standalone; returns once a session opens (on the plaintext port)."""
         config = self._write_properties("zk", {
             "dataDir": str(self.base / "zk"), "clientPort": str(self.zk_port),
             "clientPortAddress": HOST, "maxClientCnxns": "0", "admin.enableServer": "false",
-            "4lw.commands.whitelist": "*"})
+            "4lw.commands.whitelist": "*", **self._zk_server_tls()})
         zk = self.processes["zk"]
         zk.start(self.kafka.java("org.apache.zookeeper.server.quorum.QuorumPeerMain",
                                  str(config), heap=ZK_HEAP, log4j=self._log4j("zk")))
@@ -437,6 +467,44 @@ class ZkCluster:
         ``local_ports`` (its ``cons``)."""
         found = re.findall(r"/127\.0\.0\.1:(\d+)\[.*?sid=(0x[0-9a-f]+)", self.four_letter("cons"))
         return {sid for port, sid in found if int(port) in local_ports}
+
+    def _zk_server_tls(self) -> dict[str, str]:
+        """ZooKeeper 3.8's TLS client port (Netty's connection factory, PEM stores; it asks
+        every client for a certificate by default)."""
+        if self.zk_tls_port is None:
+            return {}
+        server = self._tls_dir / "zk-server.pem"
+        server.write_bytes(zk_pki().server.keystore_pem())
+        return {"secureClientPort": str(self.zk_tls_port), "secureClientPortAddress": HOST,
+                "serverCnxnFactory": "org.apache.zookeeper.server.NettyServerCnxnFactory",
+                "ssl.keyStore.location": str(server), "ssl.keyStore.type": "PEM",
+                "ssl.trustStore.location": str(self._ca_file(zk_pki().ca, "zk-ca.pem")),
+                "ssl.trustStore.type": "PEM"}
+
+    @property
+    def _tls_dir(self) -> Path:
+        directory = self.base / "tls"
+        directory.mkdir(exist_ok=True)
+        return directory
+
+    def _ca_file(self, ca: Issued, name: str) -> Path:
+        path = self._tls_dir / name
+        path.write_bytes(ca.chain_pem())
+        return path
+
+    def zk_tls_properties(self, *, trusting: Issued | None = None) -> dict[str, str]:
+        """Kafka's ``zookeeper.*`` keys of a client of ZooKeeper's TLS port: ``zookeeper.connect``
+        on it, a PKCS12 key store (its type from the ``.p12`` name) and a PEM trust store of
+        the test's CA, or of ``trusting``."""
+        keystore = self._tls_dir / "zk-client.p12"
+        keystore.write_bytes(zk_pki().client.pkcs12(ZK_TLS_PASSWORD.encode()))
+        ca = zk_pki().ca if trusting is None else trusting
+        return {"zookeeper.connect": self.zk_tls_connect, "zookeeper.ssl.client.enable": "true",
+                "zookeeper.clientCnxnSocket": NETTY_SOCKET,
+                "zookeeper.ssl.keystore.location": str(keystore),
+                "zookeeper.ssl.keystore.password": ZK_TLS_PASSWORD,
+                "zookeeper.ssl.truststore.location": str(
+                    self._ca_file(ca, f"zk-client-trust-{ca.certificate.serial_number}.pem"))}
 
     @contextmanager
     def zk_session(self, connection_timeout_ms: int = 15000) -> Iterator[ZkSession]:
@@ -821,6 +889,40 @@ def _pykraft(*args: str) -> list[str]:
     return [sys.executable, "-m", "pykraft", *args]
 
 
+ZK_TLS_PASSWORD = "zk-tls-secret"
+
+
+def _inter_broker_sasl(user: str, more: str = "") -> dict[str, str]:
+    """A node's keys for the SASL_PLAINTEXT listener as its inter-broker one, authenticating
+    as ``user`` with PLAIN (``more``: a broker's ``user_<name>`` options, whom it accepts)."""
+    jaas = (f'{PLAIN_LOGIN_MODULE} required username="{user}" '
+            f'password="{INTER_BROKER_USERS[user]}" {more}'.rstrip() + ";")
+    return {"inter.broker.listener.name": SCRAM_LISTENER,
+            "sasl.mechanism.inter.broker.protocol": "PLAIN",
+            f"listener.name.{SCRAM_LISTENER.lower()}.plain.sasl.jaas.config": jaas}
+
+
+@dataclass(frozen=True)
+class ZkPki:
+    """The ZooKeeper TLS test's certificates: a CA, ZooKeeper's server certificate and the
+    controller's client certificate (both for 127.0.0.1, as ZooKeeper also checks a client's
+    name by default), and a CA nobody trusts."""
+
+    ca: Issued
+    server: Issued
+    client: Issued
+    stranger_ca: Issued
+
+
+@cache
+def zk_pki() -> ZkPki:
+    now = datetime.datetime.now(datetime.UTC)
+    ca = new_ca("CN=pykraft-zk-test-ca", now)
+    return ZkPki(ca=ca, server=issue(ca, "CN=zookeeper", now, hosts=(HOST, "localhost")),
+                 client=issue(ca, "CN=controller", now, hosts=(HOST, "localhost")),
+                 stranger_ca=new_ca("CN=stranger-ca", now))
+
+
 def acknowledged_values(producer: JavaProcess) -> list[str]:
     """The values a :meth:`ZkCluster.start_verifiable_producer` saw acknowledged."""
     sent = (json.loads(line) for line in producer.output().splitlines()
@@ -840,14 +942,19 @@ def acknowledged_after(producer: JavaProcess, count: int) -> int:
 
 
 @contextmanager
-def zk_cluster(base: Path, *, controller_properties: Mapping[str, str] | None = None,
+def zk_cluster(base: Path, *, brokers: tuple[int, ...] = BROKER_IDS,
+               controllers: tuple[int, ...] = CONTROLLER_IDS,
+               controller_properties: Mapping[str, str] | None = None,
                request_logs: bool = False, scram_listener: bool = False,
-               pykraft_controllers: bool = False) -> Iterator[ZkCluster]:
+               pykraft_controllers: bool = False, zk_tls: bool = False,
+               inter_broker_sasl: bool = False) -> Iterator[ZkCluster]:
     """A :class:`ZkCluster` (Kafka 3.9.1 required: :func:`required`) whose processes are all
     stopped by PID when the block ends, failed or not."""
-    cluster = ZkCluster(base, required(), controller_properties=controller_properties,
+    cluster = ZkCluster(base, required(), brokers=brokers, controllers=controllers,
+                        controller_properties=controller_properties,
                         request_logs=request_logs, scram_listener=scram_listener,
-                        pykraft_controllers=pykraft_controllers)
+                        pykraft_controllers=pykraft_controllers, zk_tls=zk_tls,
+                        inter_broker_sasl=inter_broker_sasl)
     try:
         yield cluster
     finally:

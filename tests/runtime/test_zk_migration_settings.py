@@ -26,6 +26,7 @@ from pykraft.runtime.controller_registration import registration_request
 from pykraft.runtime.jmx_names import prometheus_name
 from pykraft.runtime.metrics import RaftMetrics, serve_metrics
 from pykraft.runtime.node import RaftNode
+from pykraft.runtime.sasl_client import SaslCredentials
 from pykraft.runtime.settings import NodeSettings, ZkClientSettings, load_settings
 from pykraft.runtime.zk_write_metrics import ZkWriteMetrics
 from pykraft.tools.local_cluster import free_ports
@@ -76,7 +77,9 @@ def test_a_migrating_controller_reads_kafkas_keys_and_defaults(tmp_path: Path) -
 
 def test_the_migration_settings_can_be_set(tmp_path: Path) -> None:
     found = settings(tmp_path, {**ZK, "zookeeper.metadata.migration.min.batch.size": "1",
-                                "inter.broker.listener.name": "internal"})
+                                "inter.broker.listener.name": "internal",
+                                "listener.security.protocol.map":
+                                    "CONTROLLER:PLAINTEXT,INTERNAL:PLAINTEXT"})
     assert found.controller.zk_migration_min_batch_size == 1
     assert found.controller.inter_broker_listener_name == "INTERNAL"
     changed = settings(tmp_path / "zk", {**ZK, "zookeeper.session.timeout.ms": "6000",
@@ -157,3 +160,40 @@ def test_the_metrics_endpoint_shows_the_zookeeper_write_metrics_under_kafkas_nam
     assert found[(f"{prefix}zkwritesnapshottimems_bucket", "10.0")] == 0
     assert found[(f"{prefix}zkwritesnapshottimems_bucket", "25.0")] == 1
     assert found[(f"{prefix}zkwritedeltatimems_count", None)] == 1
+
+
+PLAIN_JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required '
+              'username="controller" password="controller-secret";')
+
+
+def test_the_legacy_channel_speaks_the_inter_broker_listeners_protocol(tmp_path: Path) -> None:
+    """PLAINTEXT by default; on SASL_SSL, TLS with the listener's ssl.* keys and SASL with
+    sasl.mechanism.inter.broker.protocol and the listener's JAAS, as Kafka's controller."""
+    plain = settings(tmp_path / "plain", ZK)
+    assert (plain.legacy_tls, plain.legacy_sasl) == (None, None)
+    secured = settings(tmp_path / "secured", {
+        **ZK, "inter.broker.listener.name": "INTERNAL",
+        "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,INTERNAL:SASL_SSL",
+        "sasl.mechanism.inter.broker.protocol": "PLAIN",
+        "listener.name.internal.plain.sasl.jaas.config": PLAIN_JAAS,
+        "listener.name.internal.ssl.endpoint.identification.algorithm": ""})
+    assert secured.legacy_tls is not None and not secured.legacy_tls.check_hostname
+    assert secured.legacy_sasl == SaslCredentials("PLAIN", "controller", "controller-secret")
+    assert settings(tmp_path / "broker-only", {**ZK, "zookeeper.metadata.migration.enable":
+                                               "false"}).legacy_sasl is None
+
+
+@pytest.mark.parametrize(("props", "message"), [
+    ({"inter.broker.listener.name": "INTERNAL"},
+     "Listener with name INTERNAL defined in inter.broker.listener.name not found in "
+     "listener.security.protocol.map."),
+    ({"inter.broker.listener.name": "INTERNAL", "sasl.mechanism.inter.broker.protocol": "PLAIN",
+      "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,INTERNAL:SASL_PLAINTEXT"},
+     "sasl.mechanism.inter.broker.protocol=PLAIN but listener INTERNAL has no "
+     "listener.name.internal.plain.sasl.jaas.config"),
+])
+def test_a_legacy_channel_it_cannot_secure_stops_the_controller(tmp_path: Path,
+                                                                props: dict[str, str],
+                                                                message: str) -> None:
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        settings(tmp_path, {**ZK, **props})

@@ -39,7 +39,7 @@ from pykraft.protocol.errors import ErrorCode
 from pykraft.protocol.frame import DEFAULT_MAX_FRAME_SIZE
 from pykraft.protocol.header import RequestHeader
 from pykraft.runtime.codec_thread import off_loop, off_loop_above, off_loop_if_large
-from pykraft.runtime.sasl_client import SASL_RANGES, SaslCredentials, SaslSession
+from pykraft.runtime.sasl_client import SASL_RANGES, SaslCredentials, SaslSession, authenticate
 from pykraft.runtime.streams import FrameStream
 
 API_VERSIONS_MAX = API_SPECS[ApiKey.API_VERSIONS].max_version
@@ -168,6 +168,17 @@ async def _read_response(stream: FrameStream, api_key: int, version: int,
             f"response correlation id {response.correlation_id}, expected {correlation_id}"
         )
     return response.body
+
+
+async def authenticate_stream(stream: FrameStream, client_id: str,
+                              credentials: SaslCredentials) -> None:
+    """SASL on a stream whose later requests this module does not send (a migrating
+    controller's LeaderAndIsr, UpdateMetadata and StopReplica to ZK brokers): ApiVersions for
+    the two SASL APIs, then the exchange, as Kafka's SaslClientAuthenticator opens every
+    connection. No re-authentication: a broker that ends the session closes the connection,
+    and the caller's next one authenticates again."""
+    versions = await _negotiate(stream, client_id, SASL_RANGES)
+    await authenticate(ClientConnection(stream, client_id, versions)._send, credentials)
 
 
 async def open_with_timeout(host: str, port: int, *, client_id: str, ours: VersionRanges,

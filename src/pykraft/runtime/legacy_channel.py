@@ -10,6 +10,15 @@ same request is sent again after Kafka's 100 ms backoff on a new connection, unt
 answered or its broker is removed. Errors in the answers are only logged, as Kafka does. No
 ApiVersions first: Kafka's controller channel does not discover versions either.
 
+A connection speaks the inter-broker listener's security protocol, as the controller's
+``ControllerChannelManager`` builds its channel from it: over TLS with the controller's
+``ssl.*`` keys for that listener (``listener.name.<listener>.ssl.*`` first), and on a SASL
+listener authenticated first (ApiVersions and the SASL exchange, as Kafka's
+SaslClientAuthenticator) with ``sasl.mechanism.inter.broker.protocol`` and the listener's
+JAAS (``listener.name.<listener>.<mechanism>.sasl.jaas.config``): the settings of
+:class:`pykraft.runtime.settings.NodeSettings` ``legacy_tls`` and ``legacy_sasl``. A refused
+authentication is a failed attempt like any other, retried after the backoff.
+
 A queue is bounded, where Kafka's is not: Kafka's ``ControllerChannelManager`` queues every
 request to a broker it cannot reach (a ``LinkedBlockingQueue`` per broker, nothing coalesced)
 until the broker is removed, which for a broker that still heartbeats (registered and
@@ -27,6 +36,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import ssl
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -42,6 +52,8 @@ from pykraft.migration.propagator import (
     channel_brokers,
 )
 from pykraft.protocol.frame import DEFAULT_MAX_FRAME_SIZE
+from pykraft.runtime.kafka_client import authenticate_stream
+from pykraft.runtime.sasl_client import SaslCredentials
 from pykraft.runtime.streams import FrameStream
 
 log = logging.getLogger(__name__)
@@ -124,8 +136,7 @@ class _BrokerQueue:
 
     async def _exchange(self, request: LegacyRequest) -> None:
         if self._stream is None:
-            self._stream = await FrameStream.connect(self.target.host, self.target.port,
-                                                     DEFAULT_MAX_FRAME_SIZE)
+            self._stream = await self._channel.connect(self.target)
         self._correlation += 1
         header = RequestHeader(request_api_key=request.api_key,
                                request_api_version=request.api_version,
@@ -149,15 +160,30 @@ class LegacyChannel:
     """See the module docstring; used on the event loop only."""
 
     def __init__(self, controller_id: int, inter_broker_listener: str, *,
-                 max_queued: int = MAX_QUEUED_REQUESTS) -> None:
+                 max_queued: int = MAX_QUEUED_REQUESTS, tls: ssl.SSLContext | None = None,
+                 sasl: SaslCredentials | None = None) -> None:
         self.controller_id = controller_id
         self.inter_broker_listener = inter_broker_listener
         self.max_queued = max_queued
+        self._tls = tls
+        self._sasl = sasl
         self._brokers: dict[int, _BrokerQueue] = {}
         self._propagator = MigrationPropagator(controller_id, inter_broker_listener)
         """The full states of overflowing queues (the driver's propagator is its thread's)."""
         self.sent = 0
         """Requests answered (a count for tests and metrics)."""
+
+    async def connect(self, target: _Target) -> FrameStream:
+        """A connection to a broker, secured as the inter-broker listener asks."""
+        stream = await FrameStream.connect(target.host, target.port, DEFAULT_MAX_FRAME_SIZE,
+                                           tls=self._tls)
+        if self._sasl is not None:
+            try:
+                await authenticate_stream(stream, str(self.controller_id), self._sasl)
+            except BaseException:
+                stream.close()
+                raise
+        return stream
 
     @property
     def broker_ids(self) -> list[int]:

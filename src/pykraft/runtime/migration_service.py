@@ -275,7 +275,8 @@ class MigrationRuntime:
         config = settings.controller
         passwords = passwords_of(config.properties)
         self.session = ZkSession(zookeeper, on_connected=self._zookeeper_connected)
-        self.channel = LegacyChannel(settings.node_id, config.inter_broker_listener_name)
+        self.channel = LegacyChannel(settings.node_id, config.inter_broker_listener_name,
+                                     tls=settings.legacy_tls, sasl=settings.legacy_sasl)
         self.metrics = ZkWriteMetrics()
         driver = MigrationDriver(
             settings.node_id,

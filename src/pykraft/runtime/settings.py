@@ -12,7 +12,7 @@ import socket
 import ssl
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +38,7 @@ from pykraft.replica.read_replica import replica_selector
 from pykraft.runtime.connection_quotas import ConnectionLimits
 from pykraft.runtime.sasl_client import SaslCredentials, node_credentials
 from pykraft.runtime.tls import ServerTls, client_context, server_tls
+from pykraft.runtime.zk_tls import zk_client_context
 from pykraft.security.sasl_listener import SaslListener, sasl_listener
 from pykraft.security.session import SecurityProtocol
 from pykraft.storage.bootstrap import (
@@ -97,7 +98,7 @@ class BrokerListenerSettings:
 @dataclass(frozen=True, slots=True)
 class ZkClientSettings:
     """A migrating controller's ZooKeeper session, from Kafka 3.9's ``zookeeper.*`` keys
-    (ZkConfigs): the ensemble with its chroot, and the session's bounds."""
+    (ZkConfigs): the ensemble with its chroot, the session's bounds, and its TLS."""
 
     connect: str
     """``host:port[,host:port...][/chroot]``, as ``zookeeper.connect``."""
@@ -106,6 +107,9 @@ class ZkClientSettings:
     """``zookeeper.connection.timeout.ms``, else the session timeout (Kafka's default)."""
     max_in_flight_requests: int = 10
     set_acl: bool = False
+    tls: ssl.SSLContext | None = field(default=None, compare=False)
+    """The session's TLS (``zookeeper.ssl.*``, :mod:`pykraft.runtime.zk_tls`); None for
+    plaintext."""
 
     @classmethod
     def of(cls, config: ServerConfig) -> ZkClientSettings:
@@ -122,7 +126,7 @@ class ZkClientSettings:
         return cls(connect=connect, session_timeout_ms=session,
                    connection_timeout_ms=session if connection is None else connection,
                    max_in_flight_requests=config.get("zookeeper.max.in.flight.requests"),
-                   set_acl=config.get("zookeeper.set.acl"))
+                   set_acl=config.get("zookeeper.set.acl"), tls=zk_client_context(config))
 
     @property
     def hosts(self) -> str:
@@ -192,6 +196,12 @@ class NodeSettings:
     """``queued.max.requests``: the bound of each side's request queue."""
     zookeeper: ZkClientSettings | None = None
     """Set on a controller with ``zookeeper.metadata.migration.enable`` (KIP-866)."""
+    legacy_tls: ssl.SSLContext | None = None
+    """A migrating controller's TLS towards the ZK brokers' inter-broker listener, when that
+    listener's protocol is SSL or SASL_SSL (the controller's ``ssl.*`` keys for it)."""
+    legacy_sasl: SaslCredentials | None = None
+    """A migrating controller's SASL towards that listener, when SASL_PLAINTEXT or SASL_SSL
+    (``sasl.mechanism.inter.broker.protocol`` and the listener's JAAS)."""
 
     def protocol_of(self, listener: str) -> SecurityProtocol:
         return (self.protocols or {}).get(listener, SecurityProtocol.PLAINTEXT)
@@ -256,6 +266,8 @@ def load_settings(config: ServerConfig) -> NodeSettings:
                                         "sasl.mechanism.controller.protocol")
                        if protocols[controller_name].uses_sasl else None)
     migrating = "controller" in roles and config.zk_migration_enabled
+    legacy_tls, legacy_sasl = (legacy_channel_security(config) if migrating
+                               else (None, None))
     metadata_dir = config.metadata_log_dir
     found = check_log_dirs(config.log_dirs, metadata_dir, node_id,
                            broker="broker" in roles)
@@ -318,7 +330,24 @@ def load_settings(config: ServerConfig) -> NodeSettings:
         connections=connection_limits(config, broker),
         queued_max_requests=config.get("queued.max.requests"),
         zookeeper=ZkClientSettings.of(config) if migrating else None,
+        legacy_tls=legacy_tls, legacy_sasl=legacy_sasl,
     )
+
+
+def legacy_channel_security(config: ServerConfig
+                             ) -> tuple[ssl.SSLContext | None, SaslCredentials | None]:
+    """``legacy_tls`` and ``legacy_sasl``: what Kafka's migrating controller connects to the
+    ZK brokers with, from the protocol of ``inter.broker.listener.name`` in its own
+    ``listener.security.protocol.map`` and its client settings for that listener."""
+    listener = _inter_broker_listener_name(config)
+    try:
+        protocol = SecurityProtocol[config.security_protocol(listener)]
+    except ConfigError:
+        raise ConfigError(f"Listener with name {listener} defined in inter.broker.listener.name "
+                          "not found in listener.security.protocol.map.") from None
+    return (client_context(config.raw, listener) if protocol.uses_tls else None,
+            node_credentials(config.raw, listener, "sasl.mechanism.inter.broker.protocol")
+            if protocol.uses_sasl else None)
 
 
 #: A controller knows the migration keys (a broker, as Kafka 4's, warns of them as unknown).

@@ -49,6 +49,8 @@ class SslConfig:
 
     def __init__(self, props: Mapping[str, str], listener: str | None = None) -> None:
         self._values: dict[str, tuple[str, str]] = {}
+        self._names: dict[str, str] = {}
+        self._defaults: Mapping[str, str] = _DEFAULTS
         prefix = f"listener.name.{listener.lower()}." if listener else None
         for key, value in props.items():
             if key.startswith("ssl.") and key not in self._values:
@@ -58,15 +60,28 @@ class SslConfig:
                 if key.startswith(prefix + "ssl."):
                     self._values[key[len(prefix):]] = (key, value)
 
+    @classmethod
+    def renamed(cls, props: Mapping[str, str], names: Mapping[str, str],
+                defaults: Mapping[str, str]) -> SslConfig:
+        """The ``ssl.*`` settings of a client that names them otherwise (the ZooKeeper
+        client's ``zookeeper.ssl.*``): ``names`` maps each ``ssl.*`` key to the key it is
+        read from (and named by in refusals), ``defaults`` are that client's."""
+        config = cls({})
+        config._values = {key: (name, props[name]) for key, name in names.items()
+                          if name in props}
+        config._names = dict(names)
+        config._defaults = {**_DEFAULTS, **defaults}
+        return config
+
     def get(self, key: str) -> str | None:
         entry = self._values.get(key)
-        value = entry[1].strip() if entry is not None else _DEFAULTS.get(key, "")
+        value = entry[1].strip() if entry is not None else self._defaults.get(key, "")
         return value or None
 
     def name(self, key: str) -> str:
         """The key as written (its listener override when there is one)."""
         entry = self._values.get(key)
-        return key if entry is None else entry[0]
+        return self._names.get(key, key) if entry is None else entry[0]
 
     def invalid(self, key: str, reason: str) -> ConfigError:
         return ConfigError(f"Invalid value for configuration {self.name(key)}: {reason}")
@@ -109,7 +124,11 @@ def client_context(props: Mapping[str, str], listener: str | None = None) -> ssl
     certificate is always verified, its host name only when
     ``ssl.endpoint.identification.algorithm`` is ``https`` (the default); a key store, when
     given, answers a server that asks for a client certificate."""
-    config = SslConfig(props, listener)
+    return client_context_of(SslConfig(props, listener))
+
+
+def client_context_of(config: SslConfig) -> ssl.SSLContext:
+    """:func:`client_context` of settings already read."""
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
     _versions(context, config)
     algorithm = config.get("ssl.endpoint.identification.algorithm") or ""
@@ -222,8 +241,9 @@ def _pem_key(config: SslConfig, key: str, data: bytes, password: bytes | None
     try:
         return serialization.load_pem_private_key(data, password)
     except TypeError as exc:  # a password for a clear key, or none for an encrypted one
-        reason = ("the key is encrypted: set ssl.key.password" if password is None
-                  else "ssl.key.password is set but the key is not encrypted")
+        password_key = config.name("ssl.key.password")
+        reason = (f"the key is encrypted: set {password_key}" if password is None
+                  else f"{password_key} is set but the key is not encrypted")
         raise config.invalid(key, reason) from exc
     except ValueError as exc:
         raise config.invalid(key, f"cannot load the private key: {exc}") from None

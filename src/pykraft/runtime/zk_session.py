@@ -13,10 +13,20 @@ reconnects (with a new session after an expiry) on its own, and the caller retri
 Its attempts are at most :data:`RECONNECT_MAX_DELAY_S` apart, as ZooKeeper's Java client
 (a random pause below a second between attempts): kazoo's default backoff grows to an hour,
 and a session whose server came back after a long outage would expire waiting for it.
+
+Over TLS (``zookeeper.ssl.client.enable``) every connection kazoo opens is wrapped in the
+context :mod:`pykraft.runtime.zk_tls` made from Kafka's ``zookeeper.ssl.*`` keys (kazoo's own
+TLS options take only PEM files and no protocol bounds), with the ZooKeeper server's host as
+written in ``zookeeper.connect`` as the name its certificate must hold. kazoo retries a failed
+handshake as any failed connection, until the connection timeout: the session's error then
+names the handshake's failure (an unknown CA, a wrong host name), which Kafka's client only
+logs.
 """
 
 from __future__ import annotations
 
+import socket
+import ssl
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
@@ -35,7 +45,8 @@ from kazoo.exceptions import (
     RuntimeInconsistency,
     SessionExpiredError,
 )
-from kazoo.handlers.threading import KazooTimeoutError
+from kazoo.handlers.threading import KazooTimeoutError, SequentialThreadingHandler
+from kazoo.handlers.utils import create_tcp_connection
 from kazoo.protocol.states import KazooState, ZnodeStat
 from kazoo.retry import KazooRetry
 
@@ -53,7 +64,7 @@ from pykraft.migration.zk_ops import (
 from pykraft.migration.zk_tree import ZkRead
 from pykraft.runtime.settings import ZkClientSettings
 
-__all__ = ["ZkRequestError", "ZkSession"]
+__all__ = ["TlsHandler", "ZkRequestError", "ZkSession"]
 
 T = TypeVar("T")
 
@@ -127,15 +138,23 @@ class ZkSession:
         return False  # kazoo keeps a listener that returns False
 
     def _connected(self, hosts: str) -> KazooClient:
-        client = self._factory(hosts=hosts, timeout=self.settings.session_timeout_ms / 1000,
-                               connection_retry=KazooRetry(max_tries=-1,
-                                                           max_delay=RECONNECT_MAX_DELAY_S))
+        timeout = self.settings.session_timeout_ms / 1000
+        retry = KazooRetry(max_tries=-1, max_delay=RECONNECT_MAX_DELAY_S)
+        # a handler per client: kazoo starts and stops its client's handler with the client
+        tls = None if self.settings.tls is None else TlsHandler(self.settings.tls)
+        client = (self._factory(hosts=hosts, timeout=timeout, connection_retry=retry)
+                  if tls is None else
+                  self._factory(hosts=hosts, timeout=timeout, connection_retry=retry,
+                                handler=tls, use_ssl=True))
         try:
             client.start(timeout=self._timeout_s)
         except KazooTimeoutError:
+            failure = None if tls is None else tls.failure
             raise ZkUnavailableError(
                 f"no ZooKeeper server of {hosts} answered within "
-                f"{self.settings.connection_timeout_ms} ms") from None
+                f"{self.settings.connection_timeout_ms} ms"
+                f"{f' (the last TLS handshake failed: {failure})' if failure else ''}"
+            ) from None
         return client
 
     def close(self) -> None:
@@ -203,6 +222,34 @@ class ZkSession:
 
     def _bounded(self, pending: Any) -> Any:
         return pending.get(timeout=self._timeout_s)
+
+
+class TlsHandler(SequentialThreadingHandler):  # type: ignore[misc]  # kazoo is untyped
+    """kazoo's threading handler, its connections wrapped in ``context``; the last
+    handshake's failure is kept for the session's error. Its ``create_connection`` takes
+    kazoo's arguments and leaves out kazoo's own TLS options (``use_ssl`` is passed only so
+    kazoo's log says TLS)."""
+
+    def __init__(self, context: ssl.SSLContext) -> None:
+        super().__init__()
+        self.context = context
+        self.failure: str | None = None
+
+    def create_connection(self, address: tuple[str, int], hostname: str | None = None,
+                          timeout: float | None = None, **_kazoo_tls: object
+                          ) -> ssl.SSLSocket:
+        sock = create_tcp_connection(socket, address, timeout=timeout)
+        try:
+            wrapped = self.context.wrap_socket(sock, server_hostname=hostname or address[0])
+        except (ssl.SSLError, ssl.CertificateError) as exc:
+            sock.close()
+            self.failure = str(getattr(exc, "verify_message", None) or exc)
+            raise
+        except OSError:
+            sock.close()
+            raise
+        self.failure = None
+        return wrapped
 
 
 def _stop(client: KazooClient) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
+import socket
 import ssl
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -189,6 +190,13 @@ def test_listener_overrides_win_over_the_plain_keys(tmp_path: Path) -> None:
     ({"ssl.key.password": "wrong"}, "ssl.keystore.location", "cannot load the private key"),
     ({"ssl.client.auth": "sometimes"}, "ssl.client.auth", "required, requested, none"),
     ({"ssl.enabled.protocols": "TLSv1.1"}, "ssl.enabled.protocols", "TLSv1.1"),
+    ({"ssl.cipher.suites": "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,SSL_RSA_WITH_RC4_128_MD5"},
+     "ssl.cipher.suites", "SSL_RSA_WITH_RC4_128_MD5: not a cipher suite pykraft offers"),
+    ({"ssl.cipher.suites": "TLS_AES_256_GCM_SHA384"}, "ssl.cipher.suites",
+     "cannot enable some TLS 1.3 suites without the others"),
+    ({"ssl.cipher.suites": "TLS_AES_128_GCM_SHA256,TLS_AES_256_GCM_SHA384,"
+                           "TLS_CHACHA20_POLY1305_SHA256", "ssl.enabled.protocols": "TLSv1.2"},
+     "ssl.cipher.suites", "no listed suite is of an enabled protocol"),
 ])
 def test_bad_settings_name_the_key(tmp_path: Path, change: dict[str, str | None], key: str,
                                    reason: str) -> None:
@@ -272,3 +280,35 @@ def test_host_name_verification_follows_the_endpoint_identification_algorithm(
         assert await _round_trip(port, lenient, host="localhost") == b"ping"
         assert await _round_trip(port, checking) == b"ping"
     _serve(server, scenario)
+
+
+def _negotiated(port: int, client: ssl.SSLContext) -> tuple[str, str | None]:
+    """The cipher suite and protocol a blocking handshake with the server agreed on."""
+    with socket.create_connection(("127.0.0.1", port), timeout=DEADLINE_S) as raw, \
+            client.wrap_socket(raw, server_hostname="127.0.0.1") as tls:
+        suite = tls.cipher()
+        assert suite is not None
+        return suite[0], tls.version()
+
+
+def test_cipher_suites_take_javas_names_and_hold(tmp_path: Path) -> None:
+    """``ssl.cipher.suites`` in Java's names: the server offers only the listed TLS 1.2 suite
+    (and no TLS 1.3, none of whose suites is listed, as in Java); a client that offers
+    another suite only is refused; a list of every TLS 1.3 suite keeps TLS 1.3."""
+    keys = pki()
+    server = {**pem_files(tmp_path, keys.server, keys.ca, "server"),
+              "ssl.cipher.suites": "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256"}
+    trust = trust_only(tmp_path, keys.ca, "client")
+    anything = client_context(trust)
+    other = client_context({**trust,
+                            "ssl.cipher.suites": "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384"})
+
+    async def scenario(port: int, echo: _Echo) -> None:
+        assert await asyncio.to_thread(_negotiated, port, anything) == (
+            "ECDHE-ECDSA-AES128-GCM-SHA256", "TLSv1.2")
+        with pytest.raises(ssl.SSLError):
+            await asyncio.to_thread(_negotiated, port, other)
+    _serve(server, scenario)
+    tls13 = client_context({**trust, "ssl.cipher.suites": "TLS_AES_128_GCM_SHA256,"
+                            "TLS_AES_256_GCM_SHA384,TLS_CHACHA20_POLY1305_SHA256"})
+    assert tls13.minimum_version == ssl.TLSVersion.TLSv1_3

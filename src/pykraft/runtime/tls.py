@@ -30,6 +30,7 @@ from cryptography.hazmat.primitives.asymmetric.types import PrivateKeyTypes
 from cryptography.hazmat.primitives.serialization import pkcs12
 
 from pykraft.errors import ConfigError
+from pykraft.security.cipher_suites import TLS12_SUITES, TLS13_SUITES
 from pykraft.security.ssl_principal import PrincipalMapper
 
 #: ``ssl.client.auth`` -> what a server asks of its clients.
@@ -157,6 +158,44 @@ def _versions(context: ssl.SSLContext, config: SslConfig) -> None:
         raise config.invalid("ssl.protocol", f"{protocol} is below every enabled protocol "
                              f"({', '.join(enabled)})")
     context.minimum_version, context.maximum_version = versions[0], top
+    _cipher_suites(context, config)
+
+
+def _cipher_suites(context: ssl.SSLContext, config: SslConfig) -> None:
+    """Kafka's ``ssl.cipher.suites`` (Java's names; empty: every suite the JVM, here OpenSSL,
+    enables). TLS 1.2 suites go to OpenSSL by its names. TLS 1.3 suites cannot be picked one
+    by one from Python (OpenSSL enables them apart from ``set_ciphers``): a list naming none
+    keeps TLS 1.3 off, as in Java, where no suite is left to negotiate it with, and a list
+    naming some but not all is refused rather than silently widened."""
+    key = "ssl.cipher.suites"
+    listed = [s.strip() for s in (config.get(key) or "").split(",") if s.strip()]
+    if not listed:
+        return
+    unknown = [s for s in listed if s not in TLS12_SUITES and s not in TLS13_SUITES]
+    if unknown:
+        raise config.invalid(key, f"{', '.join(unknown)}: not a cipher suite pykraft offers "
+                             "(Java's names, e.g. TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256)")
+    tls13 = TLS13_SUITES.intersection(listed)
+    if tls13 and tls13 != TLS13_SUITES:
+        raise config.invalid(key, "pykraft cannot enable some TLS 1.3 suites without the "
+                             f"others: list all of {', '.join(sorted(TLS13_SUITES))} or none "
+                             "(then TLS 1.3 is not used)")
+    tls12 = [TLS12_SUITES[s] for s in listed if s in TLS12_SUITES]
+    low, high = context.minimum_version, context.maximum_version
+    if not tls12:
+        low = max(low, ssl.TLSVersion.TLSv1_3)  # no TLS 1.2 suite to negotiate with
+    if not tls13:
+        high = min(high, ssl.TLSVersion.TLSv1_2)
+    if low > high:
+        raise config.invalid(key, "no listed suite is of an enabled protocol (ssl.enabled."
+                             f"protocols, ssl.protocol): {', '.join(listed)}")
+    if tls12:
+        try:
+            context.set_ciphers(":".join(tls12))
+        except ssl.SSLError:
+            raise config.invalid(key, f"OpenSSL enables none of {', '.join(listed)} (too "
+                                 "weak for its security level)") from None
+    context.minimum_version, context.maximum_version = low, high
 
 
 def _store_type(config: SslConfig, key: str) -> str:

@@ -17,10 +17,11 @@ format, which Python cannot read). What differs is ZooKeeper's:
   is HTTPS in any case (the default), and not for any other value (Kafka sets ZooKeeper's
   ``hostnameVerification`` to ``"HTTPS".equalsIgnoreCase``); the certificate itself always.
 
-What Python's :mod:`ssl` cannot do as the JVM does is refused rather than dropped, since each
-narrows what the session accepts: ``zookeeper.ssl.cipher.suites`` (Java's suite names, which
-OpenSSL does not take), ``zookeeper.ssl.crl.enable`` and ``zookeeper.ssl.ocsp.enable``
-(revocation fetched from the certificates' distribution points). Kafka's ZooKeeper client
+``zookeeper.ssl.cipher.suites`` takes Java's suite names, as the listeners' ``ssl.cipher.suites``
+(:mod:`pykraft.runtime.tls`). What Python's :mod:`ssl` cannot do as the JVM does is refused
+rather than dropped, since each narrows what the session accepts: ``zookeeper.ssl.crl.enable``
+and ``zookeeper.ssl.ocsp.enable`` (revocation fetched from the certificates' distribution
+points). Kafka's ZooKeeper client
 speaks TLS only through ``org.apache.zookeeper.ClientCnxnSocketNetty``; pykraft's session is
 kazoo's, but ``zookeeper.clientCnxnSocket`` must still name Netty, so that a configuration
 pykraft accepts is one Kafka's controller accepts too.
@@ -50,6 +51,7 @@ _NAMES = {
     "ssl.protocol": "zookeeper.ssl.protocol",
     "ssl.enabled.protocols": "zookeeper.ssl.enabled.protocols",
     "ssl.endpoint.identification.algorithm": "zookeeper.ssl.endpoint.identification.algorithm",
+    "ssl.cipher.suites": "zookeeper.ssl.cipher.suites",
 }
 _PROTOCOLS = ("TLSv1.2", "TLSv1.3", "TLS")
 _ALGORITHM = "zookeeper.ssl.endpoint.identification.algorithm"
@@ -57,9 +59,6 @@ _ALGORITHM = "zookeeper.ssl.endpoint.identification.algorithm"
 _EXTENSIONS = {".pem": "PEM", ".p12": "PKCS12", ".pfx": "PKCS12", ".jks": "JKS",
                ".bcfks": "BCFKS"}
 _UNSUPPORTED = {
-    "zookeeper.ssl.cipher.suites": "pykraft cannot restrict the cipher suites of its "
-    "ZooKeeper session (Java's suite names are not OpenSSL's): remove the setting, or "
-    "restrict the suites on ZooKeeper's side (ssl.ciphersuites)",
     "zookeeper.ssl.crl.enable": "pykraft does not check certificate revocation lists on its "
     "ZooKeeper session: set it to false",
     "zookeeper.ssl.ocsp.enable": "pykraft does not check OCSP on its ZooKeeper session: set "
@@ -80,7 +79,7 @@ def zk_client_context(config: ServerConfig) -> ssl.SSLContext | None:
                           f"{NETTY_SOCKET} (Kafka's ZooKeeper client speaks TLS only with it)"
                           f"{f', not {socket}' if socket else ''}")
     for key, reason in _UNSUPPORTED.items():
-        if config.get(key):  # a non-empty list of suites, or true
+        if config.get(key):  # true
             raise ConfigError(f"Invalid value {props[key].strip()} for configuration {key}: "
                               f"{reason}")
     values = dict(props)

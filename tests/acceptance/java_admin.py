@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import select
 import shutil
 import subprocess
 import sys
@@ -20,6 +19,7 @@ from typing import Any
 
 import pytest
 from one_time import exclusive
+from process_harness import readable
 
 ROOT = Path(__file__).resolve().parents[2]
 PROBE_SOURCE = Path(__file__).parent / "java" / "AdminProbe.java"
@@ -84,7 +84,7 @@ class JavaAdmin:
         self._jvm.stdin.write("\t".join([op, *map(str, args)]) + "\n")
         self._jvm.stdin.flush()
         deadline = time.monotonic() + CALL_TIMEOUT_S
-        while not select.select([self._jvm.stdout], [], [], 1.0)[0]:
+        while not readable(self._jvm.stdout, 1.0):
             if self._jvm.poll() is not None or time.monotonic() > deadline:
                 raise AssertionError(f"AdminProbe gave no answer to {op}; its log:\n"
                                      f"{self._log.read_text()[-3000:]}")

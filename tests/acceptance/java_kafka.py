@@ -17,7 +17,6 @@ import asyncio
 import contextlib
 import json
 import os
-import select
 import shutil
 import subprocess
 import sys
@@ -28,6 +27,7 @@ from typing import IO, Any
 
 import pytest
 from broker_harness import broker_call, wait_for
+from process_harness import readable
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "oracle"))
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
@@ -220,7 +220,7 @@ class LineProbe:
         stdin.write("\t".join([op, *map(str, args)]) + "\n")
         stdin.flush()
         deadline = time.monotonic() + CALL_TIMEOUT_S
-        while not select.select([stdout], [], [], 1.0)[0]:
+        while not readable(stdout, 1.0):
             if self._jvm.poll() is not None or time.monotonic() > deadline:
                 raise AssertionError(f"no answer to {op} within {CALL_TIMEOUT_S:.0f} s; the "
                                      f"probe's log:\n{self.log_tail()}")

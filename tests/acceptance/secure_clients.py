@@ -16,7 +16,6 @@ import json
 import logging
 import os
 import re
-import select
 import subprocess
 import time
 from collections.abc import Awaitable, Callable, Iterator
@@ -24,6 +23,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, ClassVar, Protocol, TypeVar
 
+from process_harness import readable
 from secure_harness import SaslSsl
 
 from group_member import subscribe_with_metadata
@@ -616,7 +616,7 @@ class Java:
         self._jvm.stdin.write("\t".join(map(str, words)) + "\n")
         self._jvm.stdin.flush()
         deadline = time.monotonic() + DEADLINE_S * 2
-        while not select.select([self._jvm.stdout], [], [], 1.0)[0]:
+        while not readable(self._jvm.stdout, 1.0):
             if self._jvm.poll() is not None or time.monotonic() > deadline:
                 raise AssertionError(f"SecureProbe gave no answer to {words}; its log:\n"
                                      f"{self._log.read_text()[-3000:]}")

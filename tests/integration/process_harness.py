@@ -4,11 +4,12 @@ quorum descriptions, appended writes and reading a stopped node's log from disk.
 from __future__ import annotations
 
 import asyncio
+import select
 import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable
-from typing import TypeVar
+from typing import IO, TypeVar
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
@@ -26,6 +27,15 @@ T = TypeVar("T")
 #: nodes run the Raft core alone and serve the append request (:mod:`pykraft.testing.append`).
 TEST_PROPERTIES = {**APPEND_PROPERTIES, "pykraft.shutdown.timeout.ms": "3000"}
 STARTUP_S = 30.0
+
+
+def readable(stream: IO[str], timeout_s: float) -> bool:
+    """Whether ``stream`` (a child's pipe) has something to read within ``timeout_s``:
+    poll(2), which takes any descriptor, where select(2) refuses those from 1024 up
+    (FD_SETSIZE) and a long test worker can hold that many."""
+    poller = select.poll()
+    poller.register(stream, select.POLLIN)
+    return bool(poller.poll(timeout_s * 1000))
 
 
 def wait_for(what: str, probe: Callable[[], T | None], timeout_s: float = STARTUP_S) -> T:

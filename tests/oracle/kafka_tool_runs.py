@@ -58,8 +58,10 @@ def topics(operation: str, *args: str, until: str | None = None) -> ToolRun:
     return ToolRun("kafka-topics", operation, TOPICS, (*BS, *args), until=until)
 
 
-def configs(operation: str, *args: str, until: str | None = None) -> ToolRun:
-    return ToolRun("kafka-configs", operation, CONFIGS, (*BS, *args), until=until)
+def configs(operation: str, *args: str, until: str | None = None,
+            until_gone: str | None = None) -> ToolRun:
+    return ToolRun("kafka-configs", operation, CONFIGS, (*BS, *args), until=until,
+                   until_gone=until_gone)
 
 
 def groups(operation: str, *args: str) -> ToolRun:
@@ -164,7 +166,8 @@ ADMIN = [
             until="connection_creation_rate"),
     configs("delete client quota", "--alter", "--entity-type", "clients", "--entity-name",
             "c1", "--delete-config", "producer_byte_rate"),
-    configs("describe client quotas", "--describe", "--entity-type", "clients"),
+    configs("describe client quotas", "--describe", "--entity-type", "clients",
+            until_gone="producer_byte_rate"),
     configs("refuse unknown key", "--alter", "--entity-type", "topics", "--entity-name",
             TOPIC, "--add-config", "no.such.key=1"),
     ToolRun("kafka-acls", "add (no authorizer)", ACLS,

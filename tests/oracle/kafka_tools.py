@@ -91,6 +91,8 @@ class ToolRun:
     #: A read right after a write: repeated (boundedly) until its output holds this text, as
     #: a broker answers from its own metadata image, which may not hold the write yet.
     until: str | None = None
+    #: A read right after a deletion: repeated (boundedly) while its output holds this text.
+    until_gone: str | None = None
 
     @property
     def name(self) -> str:
@@ -180,7 +182,8 @@ def run_batch(kafka: KafkaInstall, tools: ClusterTools, runs: Sequence[ToolRun],
             stdin_file = batch / f"{index}.stdin"
             stdin_file.write_text(tools.argument(run.stdin))
             stdin = str(stdin_file)
-        name = str(index) if run.until is None else f"{index}?{run.until}"
+        name = (f"{index}?{run.until}" if run.until is not None else
+                f"{index}?!{run.until_gone}" if run.until_gone is not None else str(index))
         fields = [name, stdin, run.main_class, *(tools.argument(a) for a in run.args)]
         assert not any("\t" in f or "\n" in f for f in fields), fields
         lines.append("\t".join(fields))
@@ -262,8 +265,9 @@ def run_in_process(tools: ClusterTools, runs: Sequence[ToolRun], *,
         for run in runs:
             outcomes[run.name] = outcome = _invoke(runner, app, tools, run)
             deadline = time.monotonic() + SETTLE_S
-            while (run.until is not None and outcome.code == 0
-                   and run.until not in outcome.stdout and time.monotonic() < deadline):
+            while (outcome.code == 0 and time.monotonic() < deadline
+                   and ((run.until is not None and run.until not in outcome.stdout)
+                        or (run.until_gone is not None and run.until_gone in outcome.stdout))):
                 time.sleep(SETTLE_PAUSE_S)  # a bounded wait for the broker's image
                 outcomes[run.name] = outcome = _invoke(runner, app, tools, run)
             if after_each is not None:

@@ -18,7 +18,8 @@
 // --add-opens java.base/java.lang=ALL-UNNAMED.
 // A name followed by "?" and a text marks a read that follows a write: Kafka's broker answers
 // it from its own metadata image, which may not hold the write yet, so the run is repeated
-// (for at most REPEAT_FOR_MS) while it exits 0 without that text in its standard output.
+// (for at most REPEAT_FOR_MS) while it exits 0 without that text in its standard output;
+// "?!" and a text: repeated while it exits 0 with that text (a read after a deletion).
 
 import java.io.ByteArrayInputStream;
 import java.io.ByteArrayOutputStream;
@@ -188,8 +189,10 @@ public final class ToolBatch {
             byte[] input = fields[1].equals("-") ? new byte[0] : Files.readAllBytes(Path.of(fields[1]));
             long deadline = System.currentTimeMillis() + REPEAT_FOR_MS;
             runOnce(fields, input, realOut, realErr, realIn);
+            boolean gone = until != null && until.startsWith("!");
+            String text = gone ? until.substring(1) : until;
             while (until != null && (exitCode == null || exitCode == 0)
-                    && !new String(written(out, outAtExit), StandardCharsets.UTF_8).contains(until)
+                    && new String(written(out, outAtExit), StandardCharsets.UTF_8).contains(text) == gone
                     && System.currentTimeMillis() < deadline) {
                 Thread.sleep(REPEAT_PAUSE_MS);
                 runOnce(fields, input, realOut, realErr, realIn);

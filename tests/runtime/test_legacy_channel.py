@@ -134,18 +134,41 @@ def test_requests_reach_each_broker_in_order_and_a_dropped_one_is_sent_again() -
     asyncio.run(scenario())
 
 
+class _UnreachableBroker:
+    """Broker 1 registered and unfenced on a port nothing listens on (refused), its full
+    state delivered to a channel bounded at 10 requests, until :meth:`come_back` serves it;
+    the channel and the server are closed on exit."""
+
+    def __init__(self) -> None:
+        self.port = free_ports(1)[0]
+        self.channel = LegacyChannel(3000, LISTENER, max_queued=10)
+        self.propagator = MigrationPropagator(3000, LISTENER)
+        self.image = _image({1: self.port})
+        self._server: asyncio.Server | None = None
+
+    async def __aenter__(self) -> _UnreachableBroker:
+        self.channel.deliver(self.image, self.propagator.image_requests(self.image, 4), 4)
+        return self
+
+    async def come_back(self) -> FakeZkBroker:
+        broker = FakeZkBroker(port=self.port)
+        self._server = await broker.start()
+        return broker
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.channel.close()
+        if self._server is not None:
+            self._server.close()
+            await self._server.wait_closed()
+
+
 def test_an_unreachable_brokers_queue_stays_bounded_and_it_gets_the_full_state_back() -> None:
     """Broker 1 registered and unfenced, but nothing answers on its port (refused): 200
     leader changes later its queue holds at most the bound plus one full state, and once it
     answers it gets the full state of the last change, then the changes after it."""
     async def scenario() -> None:
-        port = free_ports(1)[0]  # nothing listens there until the broker comes back
-        channel = LegacyChannel(3000, LISTENER, max_queued=10)
-        propagator = MigrationPropagator(3000, LISTENER)
-        server: asyncio.Server | None = None
-        try:
-            image = _image({1: port})
-            channel.deliver(image, propagator.image_requests(image, 4), 4)
+        async with _UnreachableBroker() as broker_1:
+            channel, propagator, image = broker_1.channel, broker_1.propagator, broker_1.image
             # no await in between: the sender has not run, nothing was sent. The full state
             # is 3 requests and each change adds 2 (LeaderAndIsr, UpdateMetadata): the 4th
             # change after a full state passes the bound, and so does the 200th
@@ -156,18 +179,12 @@ def test_an_unreachable_brokers_queue_stays_bounded_and_it_gets_the_full_state_b
             last = image
             full = MigrationPropagator(3000, LISTENER).image_requests(last, 4)
             assert channel.queued(1) == len(full) == 3
-            broker = FakeZkBroker(port=port)
-            server = await broker.start()
+            broker = await broker_1.come_back()
             await _full_state_answered(channel, broker, full)
             after = _leader_epoch(last)
             channel.deliver(after, propagator.delta_requests(last, after, 4), 4)
             await _until(lambda: len(broker.frames) > len(full), "the next change sent")
             assert channel.queued(1) == 0
-        finally:
-            channel.close()
-            if server is not None:
-                server.close()
-                await server.wait_closed()
 
     asyncio.run(scenario())
 
@@ -195,27 +212,16 @@ def test_a_request_in_flight_when_the_queue_is_replaced_is_given_up(
                    for r in caplog.records)
 
     async def scenario() -> None:
-        port = free_ports(1)[0]
-        channel = LegacyChannel(3000, LISTENER, max_queued=10)
-        propagator = MigrationPropagator(3000, LISTENER)
-        server: asyncio.Server | None = None
-        try:
-            image = _image({1: port})
-            channel.deliver(image, propagator.image_requests(image, 4), 4)
+        async with _UnreachableBroker() as broker_1:
+            channel, propagator, image = broker_1.channel, broker_1.propagator, broker_1.image
             await _until(failed, "the first request failed")  # now in its backoff
             for _ in range(5):
                 previous, image = image, _leader_epoch(image)
                 channel.deliver(image, propagator.delta_requests(previous, image, 4), 4)
             full = MigrationPropagator(3000, LISTENER).image_requests(image, 4)
-            broker = FakeZkBroker(port=port)
-            server = await broker.start()
+            broker = await broker_1.come_back()
             await _full_state_answered(channel, broker, full)
             assert len(broker.frames) == len(full)
-        finally:
-            channel.close()
-            if server is not None:
-                server.close()
-                await server.wait_closed()
 
     with caplog.at_level(logging.WARNING, logger="pykraft.runtime.legacy_channel"):
         asyncio.run(scenario())

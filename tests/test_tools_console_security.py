@@ -130,9 +130,10 @@ def features_calls(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Any, ClientSec
     calls: list[tuple[Any, ClientSecurity]] = []
 
     async def describe(bootstrap: Any, *, timeout_s: float,
-                       security: ClientSecurity) -> list[features_tool.FeatureLevels]:
+                       security: ClientSecurity) -> features_tool.FeaturesDescription:
         calls.append((bootstrap, security))
-        return [features_tool.FeatureLevels("kraft.version", 0, 1, 1, 3)]
+        return features_tool.FeaturesDescription(
+            [features_tool.FeatureLevels("kraft.version", 0, 1, 1, 3)])
 
     async def upgrade(bootstrap: Any, name: str, level: int, *, dry_run: bool,
                       timeout_s: float, security: ClientSecurity) -> None:

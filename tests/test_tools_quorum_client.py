@@ -5,26 +5,22 @@ answer whose change did happen, and Kafka's error names on refusal."""
 from __future__ import annotations
 
 import asyncio
-import threading
 import uuid
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
 from typer.testing import CliRunner
 
+from fake_controller import FakeController, Handler, fake_controllers
 from pykraft.cli.main import app
 from pykraft.config.server import Endpoint
 from pykraft.ids import random_uuid, uuid_to_str
 from pykraft.messages.kafka import describe_cluster_response as dc_resp
-from pykraft.protocol.api_versions import api_versions_response
-from pykraft.protocol.apis import ApiKey, Listener
-from pykraft.protocol.codec import decode_request, encode_response
+from pykraft.protocol.apis import ApiKey
 from pykraft.protocol.errors import ErrorCode
 from pykraft.raft import rpc
-from pykraft.runtime.streams import FrameStream
 from pykraft.storage.meta_properties import MetaProperties, write_meta_properties
 from pykraft.tools.quorum_tool import (
     ControllerIdentity,
@@ -37,78 +33,6 @@ from pykraft.tools.quorum_tool import (
 pytestmark = pytest.mark.timeout(60)
 CLUSTER_ID = "MkU3OEVBNTcwNTJENDM2Qg"
 NEW = ControllerIdentity(4, random_uuid(), (Endpoint("CONTROLLER", "127.0.0.1", 9999),))
-
-#: A scripted answer: the latest-version response body, or None to hang up unanswered.
-Handler = Callable[[int, Any], Any]
-
-
-@dataclass
-class FakeController:
-    """A controller listener that answers ApiVersions itself and everything else through
-    ``handler``, on its own event loop thread so the CLI's ``asyncio.run`` can reach it."""
-
-    node_id: int
-    handler: Handler
-    seen: list[tuple[int, Any]] = field(default_factory=list)
-    port: int = 0
-
-    def start(self) -> None:
-        ready = threading.Event()
-        self._loop = asyncio.new_event_loop()
-
-        async def serve() -> None:
-            self._server = await asyncio.start_server(self._connection, "127.0.0.1", 0)
-            self.port = self._server.sockets[0].getsockname()[1]
-            ready.set()
-
-        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
-        self._thread.start()
-        asyncio.run_coroutine_threadsafe(serve(), self._loop)
-        assert ready.wait(10)
-
-    def stop(self) -> None:
-        """Close the listener and every open connection, then end the loop's thread."""
-        if not self._thread.is_alive():
-            return
-
-        async def shutdown() -> None:
-            self._server.close()
-            tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
-
-        asyncio.run_coroutine_threadsafe(shutdown(), self._loop).result(10)
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(10)
-        self._loop.close()
-
-    @property
-    def address(self) -> tuple[str, int]:
-        return ("127.0.0.1", self.port)
-
-    async def _connection(self, reader: asyncio.StreamReader,
-                          writer: asyncio.StreamWriter) -> None:
-        stream = FrameStream(reader, writer)
-        try:
-            while (frame := await stream.read_frame()) is not None:
-                request = decode_request(frame)
-                body: Any
-                if request.api_key == ApiKey.API_VERSIONS:
-                    body = api_versions_response(Listener.CONTROLLER, request.api_version)
-                else:
-                    self.seen.append((request.api_key, request.body))
-                    answer = self.handler(request.api_key, request.body)
-                    if answer is None:
-                        return
-                    body = answer
-                await stream.write_frame(encode_response(
-                    request.header.correlation_id, request.api_key, request.api_version, body))
-        finally:
-            stream.close()
-
-    def requests(self, api_key: int) -> list[Any]:
-        return [body for key, body in self.seen if key == api_key]
 
 
 def describe_cluster(leader: FakeController | None,
@@ -130,18 +54,9 @@ def voters_response(voters: list[tuple[int, uuid.UUID]]) -> rpc.DescribeQuorumRe
 
 
 @pytest.fixture
-def controllers() -> Iterator[Callable[[int, Handler], FakeController]]:
-    started: list[FakeController] = []
-
-    def make(node_id: int, handler: Handler) -> FakeController:
-        controller = FakeController(node_id, handler)
-        controller.start()
-        started.append(controller)
-        return controller
-
-    yield make
-    for controller in started:
-        controller.stop()
+def controllers() -> Iterator[Make]:
+    with fake_controllers() as make:
+        yield make
 
 
 Make = Callable[[int, Handler], FakeController]

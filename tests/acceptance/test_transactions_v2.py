@@ -37,7 +37,7 @@ def test_upgraded_to_version_2_a_classic_client_still_commits_and_aborts(
     bootstrap = [parse_host_port(a) for a in cluster.bootstrap_servers.split(",")]
     asyncio.run(upgrade_feature(bootstrap, "transaction.version", 2, timeout_s=TIMEOUT_S))
     levels = {f.name: f.finalized for f in asyncio.run(describe_features(
-        bootstrap, timeout_s=TIMEOUT_S))}
+        bootstrap, timeout_s=TIMEOUT_S)).features}
     assert levels["transaction.version"] == 2
     made = producer(cluster, "classic-on-v2")
     made.begin_transaction()

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from metadata_dump import Json, LoadView, LogRecord, Names, load_span, load_view
 from process_harness import wait_for
+from typer.testing import CliRunner
 from zk_cluster import (
     ACLS,
     BROKER_IDS,
@@ -28,6 +29,7 @@ from zk_cluster import (
     ZkCluster,
 )
 
+from pykraft.cli.main import app
 from pykraft.migration.zk_ops import ZkClient
 
 CAPTURED = Path(__file__).resolve().parents[2] / "docs/design/migration-reference/captured"
@@ -205,6 +207,25 @@ def acl_lines(listed: str) -> str:
         elif "(principal=" in line:
             lines.append(f"{resource}: {line.strip()}")
     return "\n".join(sorted(lines))
+
+
+#: what :func:`shown_migration_state` finds while the controllers dual-write
+MIGRATION_LINES = ["ZkMigrationState:       MIGRATION", "ZkMigrationState: MIGRATION"]
+
+
+def shown_migration_state(cluster: ZkCluster) -> list[str]:
+    """pykraft's migration lines in ``metadata-quorum describe --status`` and ``features
+    describe`` against the controllers (pykraft's or Kafka's): none unless they migrate."""
+    lines = []
+    for command in (["metadata-quorum", "--bootstrap-controller",
+                     cluster.bootstrap_controllers(), "describe", "--status"],
+                    ["features", "--bootstrap-controller", cluster.bootstrap_controllers(),
+                     "describe"]):
+        result = CliRunner().invoke(app, command)
+        assert result.exit_code == 0, result.output
+        lines += [line for line in result.output.splitlines()
+                  if line.startswith("ZkMigrationState:")]
+    return lines
 
 
 def described(cluster: ZkCluster) -> dict[str, str]:

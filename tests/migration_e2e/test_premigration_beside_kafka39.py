@@ -6,7 +6,8 @@ ZooKeeper 3.8.4 (each under a chroot of its own), so both sit in PRE_MIGRATION w
 ZooKeeper brokers. The same requests go to each controller listener, and the answers are
 compared field by field: ApiVersions' ZkMigrationReady, the registration rules for
 ZooKeeper-mode and KRaft brokers, the admin writes refused NOT_CONTROLLER with Kafka's
-message, reads still answered, a ZooKeeper broker's heartbeat.
+message, reads still answered, a ZooKeeper broker's heartbeat, and the migration state
+pykraft's tools read from either controller's metadata log.
 """
 
 from __future__ import annotations
@@ -19,8 +20,10 @@ from typing import Any
 import pytest
 from oracle_cluster import call
 from process_harness import wait_for
+from typer.testing import CliRunner
 from zk_cluster import ZkCluster, required
 
+from pykraft.cli.main import app
 from pykraft.ids import random_uuid, uuid_to_str
 from pykraft.messages.kafka.api_versions_request import ApiVersionsRequest
 from pykraft.messages.kafka.broker_heartbeat_request import BrokerHeartbeatRequest
@@ -183,3 +186,18 @@ def test_reads_are_answered(controllers: dict[str, Controller]) -> None:
     kafka, pykraft = both(controllers, describe)
     assert pykraft == kafka == [("NONE", [])]  # answered (the cluster default has none set)
 
+
+
+def test_the_tools_show_pre_migration(controllers: dict[str, Controller]) -> None:
+    """``metadata-quorum describe --status`` and ``features describe`` read the state from
+    the metadata log as a non-replica fetcher (Kafka's leader serves replica id -1 as it does
+    pykraft's): both controllers' committed logs hold PRE_MIGRATION."""
+    def shown(controller: Controller) -> tuple[str, str]:
+        status = CliRunner().invoke(app, ["metadata-quorum", "--bootstrap-controller",
+                                          controller.address, "describe", "--status"])
+        features = CliRunner().invoke(app, ["features", "--bootstrap-controller",
+                                            controller.address, "describe"])
+        assert status.exit_code == features.exit_code == 0, (status.output, features.output)
+        return status.output.splitlines()[-1], features.output.splitlines()[-1]
+    assert both(controllers, shown) == [("ZkMigrationState:       PRE_MIGRATION",
+                                         "ZkMigrationState: PRE_MIGRATION")] * 2

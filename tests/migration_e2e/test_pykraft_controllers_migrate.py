@@ -41,6 +41,7 @@ from reference_procedure import (
     CAPTURED,
     COMPLETED,
     DRIVER_STATES,
+    MIGRATION_LINES,
     TRANSITION,
     Timeline,
     across_runs,
@@ -53,6 +54,7 @@ from reference_procedure import (
     phase_b1,
     phase_b3,
     phase_b4,
+    shown_migration_state,
     start_last_broker_in_migration,
     znodes,
 )
@@ -190,6 +192,7 @@ def test_dual_write(migrated: Migrated) -> None:
         phase_b3(cluster)
     with cluster.zk_session() as zk:
         assert comparable(znodes(zk)) == captured_znodes("B3-dual-write")
+    assert shown_migration_state(cluster) == MIGRATION_LINES  # pykraft's tools (§11)
 
 
 def test_failover_while_dual_writing(migrated: Migrated) -> None:
@@ -245,6 +248,7 @@ def test_finalisation(migrated: Migrated) -> None:
         wait_for("POST_MIGRATION in the leader's metadata log",
                  lambda: migration_states(cluster) == [2, 1, 3] or None, 120.0)
     assert described(cluster) == before
+    assert shown_migration_state(cluster) == []  # finalised: the controllers do not migrate
     with cluster.zk_session() as zk:
         finalised = znodes(zk)
     cluster.admin(CONFIGS, "--alter", "--entity-type", "topics", "--entity-name", "t-rf3",

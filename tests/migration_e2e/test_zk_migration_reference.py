@@ -38,6 +38,7 @@ from reference_procedure import (
     CAPTURED,
     COMPLETED,
     DRIVER_STATES,
+    MIGRATION_LINES,
     TRANSITION,
     Timeline,
     across_runs,
@@ -45,6 +46,7 @@ from reference_procedure import (
     phase_a,
     phase_b1,
     phase_b2,
+    shown_migration_state,
 )
 from zk_cluster import (
     BROKER_IDS,
@@ -109,6 +111,8 @@ def test_kafkas_controllers_migrate_zookeeper(migrated: Migrated) -> None:
     assert migrated.completion.endswith("Saw 3 brokers in the migrated metadata [1, 2, 3].")
     reference = parse_records((CAPTURED / "metadata-D-finalised.records").read_text())
     assert across_runs(migrated.log) == across_runs(reference)
+    # pykraft's tools read MIGRATION from Kafka's controllers' metadata log as from pykraft's
+    assert shown_migration_state(migrated.cluster) == MIGRATION_LINES
 
 
 def test_pykrafts_read_and_load_of_zookeeper_are_kafkas(migrated: Migrated) -> None:
@@ -155,6 +159,7 @@ def test_finalisation(migrated: Migrated) -> None:
         log = parse_dump(cluster.dump_metadata(leader))
     states = [r.data["zkMigrationState"] for r in log if r.type == "ZK_MIGRATION_STATE_RECORD"]
     assert states == [2, 1, 3], states  # PRE_MIGRATION, MIGRATION, POST_MIGRATION
+    assert shown_migration_state(cluster) == []
     values = cluster.consume("t-rf3", timeout_ms=20000)
     assert len(values) == len(set(values)) == 30
     described = cluster.admin(CONSUMER_GROUPS, "--describe", "--group", "g1")

@@ -69,18 +69,18 @@ def describe(
 
     try:
         bootstrap, security = _connection(ctx)
-        features = asyncio.run(features_tool.describe_features(bootstrap, timeout_s=timeout,
-                                                               security=security))
+        described = asyncio.run(features_tool.describe_features(bootstrap, timeout_s=timeout,
+                                                                security=security))
     except PyKraftError as exc:
         raise fail(str(exc)) from None
-    if as_json:
+    if as_json:  # the migration state is in metadata-quorum describe --json
         typer.echo(json.dumps([
             {"feature": f.name, "supportedMinVersion": f.supported_min,
              "supportedMaxVersion": f.supported_max, "finalizedVersionLevel": f.finalized,
              "epoch": f.epoch}
-            for f in features], indent=2))
+            for f in described.features], indent=2))
     else:
-        typer.echo("\n".join(features_tool.describe_line(f) for f in features))
+        typer.echo("\n".join(described.lines()))
 
 
 @features_app.command("upgrade")

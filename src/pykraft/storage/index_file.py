@@ -47,6 +47,7 @@ class IndexFile:
             self._map = self._map_file()
         except BaseException:
             os.close(self._fd)
+            self._fd = -1
             raise
         self.entries = 0 if created else self._length // self.entry_size
 
@@ -149,6 +150,11 @@ class IndexFile:
         if self._fd >= 0:
             os.close(self._fd)
             self._fd = -1
+
+    def __del__(self) -> None:
+        """An index dropped unclosed does not keep its file open (its map closes itself)."""
+        if getattr(self, "_fd", -1) >= 0:
+            os.close(self._fd)
 
     def check_length(self) -> None:
         """Kafka's last sanity rule, shared by both indexes: whole entries only."""

@@ -150,6 +150,7 @@ class LogSegment:
                 segment_file(directory, base_offset, TXN_INDEX_SUFFIX), base_offset)
         except BaseException:
             os.close(self._fd)
+            self._fd = -1
             raise
         #: The first offset whose aborted-transaction entries recovery dropped (None: the
         #: ``.txnindex`` is whole); the log layer rebuilds them and clears it.
@@ -515,6 +516,12 @@ class LogSegment:
             self.generation += 1
             os.close(self._fd)
             self._fd = -1
+
+    def __del__(self) -> None:
+        """A segment dropped unclosed (an error path's, a test's) does not keep its file
+        open: its indexes close theirs likewise."""
+        if getattr(self, "_fd", -1) >= 0:
+            os.close(self._fd)
 
     def _files(self) -> tuple[Path, ...]:
         return (self.path, self.offset_index.path, self.time_index.path, self.txn_index.path)

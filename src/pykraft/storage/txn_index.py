@@ -144,6 +144,11 @@ class TransactionIndex:
             os.close(self._fd)
             self._fd = None
 
+    def __del__(self) -> None:
+        """An index dropped unclosed does not keep its file open."""
+        if getattr(self, "_fd", None) is not None:
+            os.close(self._fd)
+
     def delete(self) -> None:
         """Close and remove the file, if any."""
         self.close()

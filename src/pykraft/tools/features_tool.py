@@ -27,6 +27,7 @@ from pykraft.tools.quorum_tool import (
     QuorumToolError,
     RefusedError,
     active_controller,
+    migration_state,
     request_once,
     retrying,
 )
@@ -80,10 +81,25 @@ def upgraded_line(name: str, level: int, *, dry_run: bool) -> str:
     return f"{name} {verb} to {_level_text(name, level)}."
 
 
+@dataclass(frozen=True, slots=True)
+class FeaturesDescription:
+    """``describe``'s answer: the features, and the ZooKeeper migration state while the
+    controllers migrate (:func:`pykraft.tools.quorum_tool.migration_state`)."""
+
+    features: list[FeatureLevels]
+    zk_migration_state: str | None = None
+
+    def lines(self) -> list[str]:
+        """Kafka's lines, then pykraft's migration line when there is one."""
+        return [*(describe_line(f) for f in self.features),
+                *([] if self.zk_migration_state is None
+                  else [f"ZkMigrationState: {self.zk_migration_state}"])]
+
+
 async def describe_features(bootstrap: Sequence[Address], *,
                             timeout_s: float = DEFAULT_API_TIMEOUT_S,
-                            security: ClientSecurity = PLAINTEXT) -> list[FeatureLevels]:
-    async def attempt(deadline: float) -> list[FeatureLevels]:
+                            security: ClientSecurity = PLAINTEXT) -> FeaturesDescription:
+    async def attempt(deadline: float) -> FeaturesDescription:
         active = await active_controller(bootstrap, deadline, security)
         answer = await request_once(active.address, rpc.api_versions_request("pykraft"),
                                     deadline, security)
@@ -91,11 +107,15 @@ async def describe_features(bootstrap: Sequence[Address], *,
             raise QuorumToolError(f"ApiVersions failed: {error_name(answer.error_code)}")
         finalized = {f.name: int(f.max_version_level) for f in answer.finalized_features}
         epoch = int(answer.finalized_features_epoch)
-        return sorted((FeatureLevels(f.name, int(f.min_version), int(f.max_version),
-                                     finalized.get(f.name, 0), epoch)
-                       for f in answer.supported_features), key=lambda f: f.name)
-    features: list[FeatureLevels] = await retrying("describe the features", attempt, timeout_s)
-    return features
+        features = sorted((FeatureLevels(f.name, int(f.min_version), int(f.max_version),
+                                         finalized.get(f.name, 0), epoch)
+                           for f in answer.supported_features), key=lambda f: f.name)
+        state = (await migration_state(active, deadline, security)
+                 if answer.zk_migration_ready else None)
+        return FeaturesDescription(features, state)
+    described: FeaturesDescription = await retrying("describe the features", attempt,
+                                                    timeout_s)
+    return described
 
 
 async def upgrade_feature(bootstrap: Sequence[Address], name: str, level: int, *,

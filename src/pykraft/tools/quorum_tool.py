@@ -16,6 +16,7 @@ controller ...``).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import ssl
 import time
@@ -39,10 +40,12 @@ from pykraft.runtime.kafka_client import CONNECTION_ERRORS, ClientConnection, op
 from pykraft.runtime.sasl_client import SaslClientError
 from pykraft.storage.meta_properties import META_PROPERTIES, read_meta_properties
 from pykraft.tools.admin_client import Address, ClientSecurity
+from pykraft.tools.metadata_reader import MetadataReadError, read_committed_image
 
 CLIENT_ID = "pykraft-metadata-quorum"
 _TOOL_APIS = (ApiKey.API_VERSIONS, ApiKey.DESCRIBE_QUORUM, ApiKey.DESCRIBE_CLUSTER,
-              ApiKey.ADD_RAFT_VOTER, ApiKey.REMOVE_RAFT_VOTER, ApiKey.UPDATE_FEATURES)
+              ApiKey.ADD_RAFT_VOTER, ApiKey.REMOVE_RAFT_VOTER, ApiKey.UPDATE_FEATURES,
+              ApiKey.FETCH, ApiKey.FETCH_SNAPSHOT)
 TOOL_RANGES = {k: r for k, r in listener_ranges(Listener.CONTROLLER).items() if k in _TOOL_APIS}
 #: Kafka's admin ``request.timeout.ms`` (one attempt) and ``default.api.timeout.ms`` (all).
 REQUEST_TIMEOUT_S = 30.0
@@ -99,6 +102,8 @@ class QuorumInfo:
     voters: tuple[Replica, ...]
     observers: tuple[Replica, ...]
     endpoints: dict[int, tuple[str, ...]]
+    zk_migration_state: str | None = None
+    """Shown while the controllers migrate from ZooKeeper (:func:`migration_state`)."""
 
     @property
     def leader(self) -> Replica | None:
@@ -131,6 +136,8 @@ class ActiveController:
     cluster_id: str
     node_id: int
     address: Address
+    via_broker: bool = False
+    """``address`` is the bootstrap broker, which forwards the quorum APIs."""
 
 
 PLAINTEXT = ClientSecurity()
@@ -169,7 +176,8 @@ async def _ask_controller(address: Address, deadline: float, security: ClientSec
         brokers = await request_once(address, DescribeClusterRequest(
             endpoint_type=BROKER_ENDPOINTS), deadline, security)
         assert isinstance(brokers, DescribeClusterResponse)
-        return ActiveController(brokers.cluster_id, brokers.controller_id, address)
+        return ActiveController(brokers.cluster_id, brokers.controller_id, address,
+                                via_broker=True)
     if cluster.error_code != ErrorCode.NONE:
         raise QuorumToolError(f"DescribeCluster failed: {error_name(cluster.error_code)}")
     leader = next((b for b in cluster.brokers if b.broker_id == cluster.controller_id), None)
@@ -225,9 +233,48 @@ async def describe_quorum(bootstrap: Address, *more: Address, timeout_s: float =
         active = await active_controller((bootstrap, *more), deadline, security)
         response = await request_once(active.address, rpc.describe_quorum_request(), deadline,
                                       security)
-        return _quorum_info(active.cluster_id, response)
+        info = _quorum_info(active.cluster_id, response)
+        state = await migration_state(active, deadline, security)
+        return dataclasses.replace(info, zk_migration_state=state)
     info: QuorumInfo = await retrying("describe the quorum", attempt, timeout_s)
     return info
+
+
+async def migration_state(active: ActiveController, deadline: float,
+                          security: ClientSecurity) -> str | None:
+    """The ZooKeeper migration state (KIP-866) of the active controller's committed
+    metadata, when that controller runs with ``zookeeper.metadata.migration.enable`` (its
+    ApiVersions answer says ZkMigrationReady); None otherwise, and through a broker.
+
+    No Kafka admin RPC carries the state, so it is read from the metadata log itself
+    (:mod:`pykraft.tools.metadata_reader`); a principal without ClusterAction gets the
+    reason instead of the state, and the rest of the answer still prints."""
+    if active.via_broker:
+        return None
+    connection = await _open(active.address, deadline, security)
+    try:
+        def ask(body: Any) -> Awaitable[Any]:
+            remaining = min(REQUEST_TIMEOUT_S, max(0.1, deadline - time.monotonic()))
+            return asyncio.wait_for(connection.request(body), remaining)
+        versions = await ask(rpc.api_versions_request("pykraft"))
+        if versions.error_code != ErrorCode.NONE or not versions.zk_migration_ready:
+            return None
+        quorum = _quorum_info(active.cluster_id, await ask(rpc.describe_quorum_request()))
+        try:
+            image = await read_committed_image(connection, cluster_id=active.cluster_id,
+                                               leader_epoch=quorum.leader_epoch,
+                                               deadline=deadline)
+        except MetadataReadError as exc:
+            if exc.error in _AUTHORIZATION_ERRORS:
+                return f"unknown ({exc}: reading the metadata log needs ClusterAction)"
+            raise
+        return image.features.zk_migration_state.name
+    finally:
+        connection.close()
+
+
+_AUTHORIZATION_ERRORS = (ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+                         ErrorCode.TOPIC_AUTHORIZATION_FAILED)
 
 
 def _quorum_info(cluster_id: str, response: rpc.DescribeQuorumResponse) -> QuorumInfo:
@@ -469,7 +516,14 @@ def status_lines(info: QuorumInfo) -> list[str]:
         f"MaxFollowerLagTimeMs:   {lag_ms}",
         f"CurrentVoters:          {replicas(info.voters)}",
         f"CurrentObservers:       {replicas(info.observers)}",
+        *migration_lines(info.zk_migration_state),
     ]
+
+
+def migration_lines(state: str | None) -> list[str]:
+    """pykraft's extra line while the controllers migrate from ZooKeeper (Kafka's tools print
+    none; its operators read the controller gauge ``ZkMigrationState``)."""
+    return [] if state is None else [f"ZkMigrationState:       {state}"]
 
 
 REPLICATION_HEADERS = ("NodeId", "DirectoryId", "LogEndOffset", "Lag", "LastFetchTimestamp",
@@ -519,5 +573,7 @@ def as_json(info: QuorumInfo) -> str:
         "leaderEpoch": info.leader_epoch, "highWatermark": info.high_watermark,
         "voters": [replica(v) for v in info.voters],
         "observers": [replica(o) for o in info.observers],
+        **({} if info.zk_migration_state is None
+           else {"zkMigrationState": info.zk_migration_state}),
     }, indent=2)
 

@@ -186,3 +186,14 @@ def test_a_diverged_log_is_an_error_to_read_again(
         diverging=OffsetAndEpoch(0, 1)), ready=True)
     with pytest.raises(MetadataReadError, match="diverged"):
         _read(controller)
+
+
+def test_the_replication_table_does_not_read_the_log(make: Callable[..., FakeController]
+                                                     ) -> None:
+    controller = _controller(make, leader_log, ready=True)
+    table = CliRunner().invoke(app, ["metadata-quorum", "--bootstrap-controller",
+                                     f"127.0.0.1:{controller.port}", "describe",
+                                     "--replication"])
+    assert table.exit_code == 0, table.output
+    assert "ZkMigrationState" not in table.output
+    assert controller.requests(ApiKey.FETCH) == []

@@ -77,8 +77,9 @@ def describe(
         raise fail("The option --human-readable is only supported along with --replication")
     try:
         bootstrap = quorum_tool.parse_bootstrap(options.bootstrap)
-        info = asyncio.run(quorum_tool.describe_quorum(*bootstrap, timeout_s=timeout,
-                                                       security=command_security(options)))
+        info = asyncio.run(quorum_tool.describe_quorum(
+            *bootstrap, timeout_s=timeout, security=command_security(options),
+            with_migration_state=status or as_json))
     except PyKraftError as exc:
         raise fail(str(exc)) from None
     if as_json:

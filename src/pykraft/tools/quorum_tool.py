@@ -227,13 +227,17 @@ async def retrying(what: str, attempt: Callable[[float], Awaitable[Any]],
 # -- describe -------------------------------------------------------------------------------
 
 async def describe_quorum(bootstrap: Address, *more: Address, timeout_s: float = 10.0,
-                          security: ClientSecurity = PLAINTEXT) -> QuorumInfo:
-    """Find the active controller through the bootstrap controllers; describe its quorum."""
+                          security: ClientSecurity = PLAINTEXT,
+                          with_migration_state: bool = False) -> QuorumInfo:
+    """Find the active controller through the bootstrap controllers; describe its quorum
+    (and, ``with_migration_state``, the ZooKeeper migration's: :func:`migration_state`)."""
     async def attempt(deadline: float) -> QuorumInfo:
         active = await active_controller((bootstrap, *more), deadline, security)
         response = await request_once(active.address, rpc.describe_quorum_request(), deadline,
                                       security)
         info = _quorum_info(active.cluster_id, response)
+        if not with_migration_state:
+            return info
         state = await migration_state(active, deadline, security)
         return dataclasses.replace(info, zk_migration_state=state)
     info: QuorumInfo = await retrying("describe the quorum", attempt, timeout_s)

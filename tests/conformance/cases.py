@@ -783,6 +783,16 @@ def topic_id_of(run: Run, name: str) -> uuid.UUID:
     return topic.topic_id if topic.error_code == 0 else uuid.uuid4()
 
 
+def known_topic_id(run: Run, name: str) -> uuid.UUID:
+    """A topic just created: its id once the broker's Metadata names it (the broker learns
+    of it from the metadata log a moment after CreateTopics answered; ci25's Kafka had not)."""
+    probe = Run(run.cluster, "probe", "probe", BROKER, 12)
+    (topic,) = settled(lambda: metadata(probe, [name]).topics,
+                       lambda topics: topics[0].error_code == 0)
+    topic_id: uuid.UUID = topic.topic_id
+    return topic_id
+
+
 def consumer_fetch(run: Run, topic: str, *, offset: int = 0, epoch: int = -1,
                    session_epoch: int = -1, session_id: int = 0, partitions: bool = True,
                    forgotten: bool = False, rack: str = "") -> Any:

@@ -20,6 +20,7 @@ from conformance.cases import (
     Meaning,
     code,
     create_topics,
+    known_topic_id,
     settled,
     topic_id_of,
 )
@@ -447,7 +448,7 @@ def transactional_produce(run: Run, *, add_partition: bool) -> Meaning:
         magic=2, compression_type=0, is_transactional=True, producer_id=producer_id,
         producer_epoch=epoch, base_sequence=0, batch_size=1 << 20)
     builder.append(0, timestamp=1_000, key=b"k", value=b"v", headers=[])
-    named = {"name": topic} if run.version < 13 else {"topic_id": topic_id_of(run, topic)}
+    named = {"name": topic} if run.version < 13 else {"topic_id": known_topic_id(run, topic)}
     body = settled(lambda: run.generated(0, produce_req.ProduceRequest(
         transactional_id=transactional_id, acks=-1, timeout_ms=5_000, topic_data=(
             produce_req.TopicProduceData(**named, partition_data=(

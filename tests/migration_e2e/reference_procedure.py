@@ -218,8 +218,8 @@ def shown_migration_state(cluster: ZkCluster) -> list[str]:
     describe`` against the controllers (pykraft's or Kafka's): none unless they migrate."""
     lines = []
     for command in (["metadata-quorum", "--bootstrap-controller",
-                     cluster.bootstrap_controllers(), "describe", "--status"],
-                    ["features", "--bootstrap-controller", cluster.bootstrap_controllers(),
+                     cluster.bootstrap_controllers, "describe", "--status"],
+                    ["features", "--bootstrap-controller", cluster.bootstrap_controllers,
                      "describe"]):
         result = CliRunner().invoke(app, command)
         assert result.exit_code == 0, result.output

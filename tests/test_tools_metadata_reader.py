@@ -6,6 +6,7 @@ inside a batch and run past the high watermark; only committed records count, an
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -115,13 +116,13 @@ def _controller(make: Callable[..., FakeController], leader: Callable[[Any], Any
     return controller
 
 
-def _read(controller: FakeController) -> Any:
+def _read(controller: FakeController, deadline: float = float("inf")) -> Any:
     async def read() -> Any:
         connection = await open_with_timeout(*controller.address, client_id="test",
                                              ours=TOOL_RANGES, timeout_s=10)
         try:
             return await read_committed_image(connection, cluster_id=CLUSTER_ID,
-                                              leader_epoch=EPOCH, deadline=float("inf"))
+                                              leader_epoch=EPOCH, deadline=deadline)
         finally:
             connection.close()
     return asyncio.run(read())
@@ -197,3 +198,17 @@ def test_the_replication_table_does_not_read_the_log(make: Callable[..., FakeCon
     assert table.exit_code == 0, table.output
     assert "ZkMigrationState" not in table.output
     assert controller.requests(ApiKey.FETCH) == []
+
+
+def test_a_leader_that_never_lets_the_read_end_meets_the_deadline(
+        make: Callable[..., FakeController]) -> None:
+    """Each Fetch is sent to the snapshot again, however far the reader got."""
+    def endless(request: Any) -> Any:
+        if isinstance(request, rpc.FetchSnapshotRequest):
+            return leader_log(request)
+        return rpc.fetch_response(ErrorCode.NONE, 1, EPOCH, high_watermark=HIGH_WATERMARK,
+                                  snapshot_id=SNAPSHOT, log_start_offset=SNAPSHOT.offset)
+    controller = _controller(make, endless, ready=True)
+    with pytest.raises(MetadataReadError, match="before the deadline"):
+        _read(controller, deadline=time.monotonic() + 1)
+    assert len(controller.requests(ApiKey.FETCH)) > 2

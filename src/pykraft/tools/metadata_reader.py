@@ -125,7 +125,11 @@ def _check(what: str, error: int, partitions: int) -> None:
 
 
 async def _ask(connection: ClientConnection, request: object, deadline: float) -> object:
-    remaining = max(0.1, deadline - time.monotonic())
+    """One request, if the deadline has not passed: it bounds the whole read, however many
+    chunks and batches the leader answers with."""
+    remaining = deadline - time.monotonic()
+    if remaining <= 0:
+        raise MetadataReadError("the metadata log was not read before the deadline")
     try:
         async with asyncio.timeout(remaining):
             return await connection.request(request)

@@ -146,8 +146,9 @@ class TransactionIndex:
 
     def __del__(self) -> None:
         """An index dropped unclosed does not keep its file open."""
-        if getattr(self, "_fd", None) is not None:
-            os.close(self._fd)
+        fd: int | None = getattr(self, "_fd", None)
+        if fd is not None:
+            os.close(fd)
 
     def delete(self) -> None:
         """Close and remove the file, if any."""

@@ -269,16 +269,13 @@ async def migration_state(active: ActiveController, deadline: float,
                                                leader_epoch=quorum.leader_epoch,
                                                deadline=deadline)
         except MetadataReadError as exc:
-            if exc.error in _AUTHORIZATION_ERRORS:
+            if exc.error == ErrorCode.CLUSTER_AUTHORIZATION_FAILED:  # Kafka's ClusterAction
                 return f"unknown ({exc}: reading the metadata log needs ClusterAction)"
             raise
         return image.features.zk_migration_state.name
     finally:
         connection.close()
 
-
-_AUTHORIZATION_ERRORS = (ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
-                         ErrorCode.TOPIC_AUTHORIZATION_FAILED)
 
 
 def _quorum_info(cluster_id: str, response: rpc.DescribeQuorumResponse) -> QuorumInfo:

@@ -277,7 +277,6 @@ async def migration_state(active: ActiveController, deadline: float,
         connection.close()
 
 
-
 def _quorum_info(cluster_id: str, response: rpc.DescribeQuorumResponse) -> QuorumInfo:
     if response.error_code != ErrorCode.NONE:
         raise QuorumToolError(f"DescribeQuorum failed: {error_name(response.error_code)}")
